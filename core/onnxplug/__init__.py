@@ -1,0 +1,42 @@
+"""onnxplug: onnxruntime's Python API on a runtime whose execution providers are plugins.
+
+    import onnxplug as ort
+    sess = ort.InferenceSession("model.onnx", providers=["numba", "numpy"])
+    outputs = sess.run(None, {"input": x})
+"""
+
+from __future__ import annotations
+
+from onnxplug.errors import OnnxplugError
+from onnxplug.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from onnxplug.session import InferenceSession, ModelMetadata, NodeArg, NodeAssignment
+
+__version__ = "0.1.0"
+
+
+def get_all_providers() -> list[str]:
+    """Every installed provider's short name, available here or not."""
+    from onnxplug.plugins import get_catalog
+
+    return sorted(get_catalog().providers)
+
+
+def get_available_providers() -> list[str]:
+    """The installed providers that can run on this machine, the default provider last."""
+    from onnxplug.plugins import DEFAULT_PROVIDER, get_catalog
+
+    catalog = get_catalog()
+    names = [n for n, cls in sorted(catalog.providers.items()) if cls.availability()]
+    return sorted(names, key=lambda n: n == DEFAULT_PROVIDER)
+
+
+def get_device() -> str:
+    """The device type of the default provider, as onnxruntime's ``get_device()``."""
+    return "CPU"
+
+
+__all__ = [
+    "ExecutionMode", "GraphOptimizationLevel", "InferenceSession", "ModelMetadata", "NodeArg",
+    "NodeAssignment", "OnnxplugError", "RunOptions", "SessionOptions", "__version__",
+    "get_all_providers", "get_available_providers", "get_device",
+]

@@ -1,0 +1,81 @@
+"""Devices, allocators and data transfers: where a provider's values live and how they get there."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device values can live on, e.g. ``Device("cpu")`` or ``Device("opencl", 0)``."""
+
+    type: str
+    index: int = 0
+
+    def __str__(self) -> str:
+        return self.type if self.type == "cpu" else f"{self.type}:{self.index}"
+
+
+CPU = Device("cpu")
+"""The host. Graph inputs, initializers and outputs live here."""
+
+
+class Allocator(ABC):
+    """Allocates and frees buffers on one device."""
+
+    #: The device whose memory this allocator hands out.
+    device: Device
+
+    @abstractmethod
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """Return an uninitialised buffer of ``shape`` and ``dtype`` on ``device``."""
+
+    @abstractmethod
+    def free(self, buffer: Any) -> None:
+        """Give ``buffer`` back; it must not be used afterwards."""
+
+
+class HostAllocator(Allocator):
+    """The default allocator: numpy arrays in host memory, freed by the garbage collector."""
+
+    device = CPU
+
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An uninitialised host array."""
+        return np.empty(shape, dtype=dtype)
+
+    def free(self, buffer: Any) -> None:
+        """Nothing to do: numpy frees the memory when the last reference goes."""
+
+
+class DataTransfer(ABC):
+    """Copies tensors between the host and one device."""
+
+    #: The non-host side of the copies.
+    device: Device
+
+    @abstractmethod
+    def to_device(self, array: np.ndarray) -> Any:
+        """Copy a host array to the device and return the device value."""
+
+    @abstractmethod
+    def to_host(self, value: Any) -> np.ndarray:
+        """Copy a device value back into a host numpy array."""
+
+
+class HostDataTransfer(DataTransfer):
+    """The identity transfer of providers that compute on host memory."""
+
+    device = CPU
+
+    def to_device(self, array: np.ndarray) -> np.ndarray:
+        """Host values need no copy."""
+        return array
+
+    def to_host(self, value: Any) -> np.ndarray:
+        """Host values need no copy."""
+        return value

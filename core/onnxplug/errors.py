@@ -1,0 +1,114 @@
+"""Typed errors raised by onnxplug.
+
+Every error derives from :class:`OnnxplugError`, and each message names the culprit:
+the model, node (name, op, domain, version), value or input at fault. Where onnxruntime
+users would catch a builtin (``ValueError``, ``RuntimeError``), the error derives from it too.
+"""
+
+from __future__ import annotations
+
+
+class OnnxplugError(Exception):
+    """Base class of every error onnxplug raises on purpose."""
+
+
+# --- loading and validating models -------------------------------------------------------------
+
+class ModelLoadError(OnnxplugError, ValueError):
+    """The model cannot be read: missing file, truncated or corrupt protobuf."""
+
+
+class ExternalDataError(ModelLoadError):
+    """An external-data location is absolute, escapes the model's folder, or cannot be read."""
+
+
+class ModelValidationError(OnnxplugError, ValueError):
+    """The model is readable but not a valid ONNX graph."""
+
+
+class GraphCycleError(ModelValidationError):
+    """The graph has a cycle, so no topological order exists."""
+
+
+class UndefinedValueError(ModelValidationError):
+    """A node reads a value that no input, initializer or earlier node defines."""
+
+
+class DuplicateDefinitionError(ModelValidationError):
+    """Two producers (nodes, inputs or initializers) define the same value name."""
+
+
+class UnsupportedIRVersionError(ModelValidationError):
+    """The model's IR version is outside the range this runtime reads."""
+
+
+class UnsupportedOpsetError(ModelValidationError):
+    """The model imports an opset version newer than this runtime knows."""
+
+
+class UnknownOpError(ModelValidationError):
+    """A node's op type does not exist in its domain at the imported version."""
+
+
+# --- sessions and providers --------------------------------------------------------------------
+
+class UnsupportedOptionError(OnnxplugError, ValueError):
+    """A session, run or provider option that this runtime does not implement was set."""
+
+
+class ProviderError(OnnxplugError, RuntimeError):
+    """Base class of provider discovery and selection errors."""
+
+
+class UnknownProviderError(ProviderError, ValueError):
+    """A provider name is neither installed nor an alias of an installed provider."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """The provider is installed but cannot run here; the message carries its reason."""
+
+
+class DuplicateKernelError(OnnxplugError, ValueError):
+    """A kernel is registered twice for the same (domain, op_type, since_version)."""
+
+
+class NotImplementedOpError(OnnxplugError, NotImplementedError):
+    """No provider of the session can run a node."""
+
+
+class FallbackDisabledError(NotImplementedOpError):
+    """CPU fallback is disabled and the requested providers left nodes unclaimed."""
+
+
+class PartitionError(OnnxplugError, RuntimeError):
+    """A provider's claims cannot be turned into a valid execution plan."""
+
+
+# --- running -----------------------------------------------------------------------------------
+
+class InvalidInputError(OnnxplugError, ValueError):
+    """A feed given to ``run`` does not match the model's declared inputs."""
+
+
+class MissingInputError(InvalidInputError):
+    """A required graph input was not fed."""
+
+
+class UnknownInputError(InvalidInputError):
+    """A fed name is not an input of the model."""
+
+
+class InputTypeError(InvalidInputError):
+    """A feed's element type differs from the declared one."""
+
+
+class InputShapeError(InvalidInputError):
+    """A feed's rank or a fixed dimension differs from the declared shape."""
+
+
+class InvalidOutputError(OnnxplugError, ValueError):
+    """A requested output name is not an output of the model."""
+
+
+class KernelError(OnnxplugError, RuntimeError):
+    """A kernel failed while computing a node; the message names the node and provider."""

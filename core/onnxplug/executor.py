@@ -1,0 +1,197 @@
+"""The executor: turns partitioned groups into a plan of steps with copies, and runs it.
+
+Values that cross devices get a copy step. Each intermediate is dropped right after its last
+reader (liveness), so peak memory stays close to the largest live set.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from onnxplug.device import CPU, Device
+from onnxplug.errors import KernelError, OnnxplugError
+from onnxplug.ir import Graph
+from onnxplug.kernel import Kernel
+from onnxplug.partitioner import Group
+from onnxplug.provider import ExecutionProvider
+
+
+@dataclass
+class Step:
+    """One entry of the plan: a kernel (one node or a fused subgraph) or a copy between devices."""
+
+    name: str
+    kind: str  # "node", "fused" or "copy"
+    provider: ExecutionProvider
+    inputs: list[str]
+    outputs: list[str]
+    kernel: Kernel | None = None
+    scope: list[str] = field(default_factory=list)  # implicit (outer-scope) inputs, by original name
+    scope_values: list[str] = field(default_factory=list)  # the same values as planned on this device
+    to_device: Device | None = None
+    release: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """Steps in execution order, plus where graph outputs and constants are found."""
+
+    steps: list[Step]
+    constants: dict[str, Any]
+    inputs: list[str]
+    outputs: dict[str, str]  # graph output name -> planned value name on the host
+    outer: list[str]  # outer-scope names a subgraph plan reads
+
+    @property
+    def copy_count(self) -> int:
+        """How many copy steps a run executes."""
+        return sum(1 for s in self.steps if s.kind == "copy")
+
+
+def _located(name: str, device: Device) -> str:
+    return name if device == CPU else f"{name}@{device}"
+
+
+def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Group], Kernel],
+               outer: Sequence[str] = ()) -> Plan:
+    """Create the kernels and place copies wherever a value crosses devices."""
+    where: dict[str, set[Device]] = {}  # original name -> devices it will be available on
+    home: dict[str, Device] = {}
+    for vi in graph.inputs:
+        home[vi.name] = CPU
+    for name in [*graph.initializers, *outer]:
+        home.setdefault(name, CPU)
+    constants: dict[str, Any] = {n: a for n, a in graph.initializers.items()
+                                 if n not in {vi.name for vi in graph.inputs}}
+    steps: list[Step] = []
+    transfers: dict[Device, ExecutionProvider] = {}
+
+    def ensure_on(name: str, device: Device, provider: ExecutionProvider) -> str:
+        if device != CPU:
+            transfers.setdefault(device, provider)
+        src = home[name]
+        if src == device or device in where.setdefault(name, set()):
+            return _located(name, device)
+        if name in constants and src == CPU:  # copy constants once, at session creation
+            constants[_located(name, device)] = transfers[device].data_transfer.to_device(constants[name])
+            where[name].add(device)
+            return _located(name, device)
+        if src != CPU and CPU not in where[name]:
+            steps.append(Step(f"copy {name} {src}->cpu", "copy", transfers[src],
+                              [_located(name, src)], [name], to_device=CPU))
+            where[name].add(CPU)
+        if device != CPU:
+            steps.append(Step(f"copy {name} cpu->{device}", "copy", transfers[device],
+                              [name], [_located(name, device)], to_device=device))
+            where[name].add(device)
+        return _located(name, device)
+
+    for group in groups:
+        p = group.provider
+        dev = p.device
+        node = group.nodes[0]
+        explicit = group.inputs if group.fused else node.inputs
+        ins = [ensure_on(n, dev, p) if n else "" for n in explicit]
+        scope = [] if group.fused else node.implicit_inputs
+        scope_values = [ensure_on(n, dev, p) for n in scope]
+        for out in group.outputs:
+            if out:
+                home[out] = dev
+                if dev != CPU:
+                    transfers.setdefault(dev, p)
+        outs = [_located(o, dev) if o else "" for o in group.outputs]
+        steps.append(Step(group.name, "fused" if group.fused else "node", p, ins, outs,
+                          make_kernel(group), scope, scope_values))
+
+    outputs = {}
+    for vi in graph.outputs:
+        outputs[vi.name] = ensure_on(vi.name, CPU, None) if home.get(vi.name, CPU) != CPU else vi.name
+    _plan_releases(steps, set(outputs.values()) | set(constants))
+    return Plan(steps, constants, [vi.name for vi in graph.inputs], outputs, list(outer))
+
+
+def _plan_releases(steps: list[Step], keep: set[str]) -> None:
+    last_use: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        for name in [*step.inputs, *step.scope_values, *step.outputs]:
+            if name:
+                last_use[name] = i
+    for name, i in last_use.items():
+        if name not in keep:
+            steps[i].release.append(name)
+
+
+@dataclass
+class RunStats:
+    """What a run measured when asked: step timings and the peak of live intermediate bytes."""
+
+    events: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    peak_live_bytes: int = 0
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    return int(getattr(value, "nbytes", 0) or 0)
+
+
+def _copy(step: Step, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_copy(step, v) for v in value]
+    transfer = step.provider.data_transfer
+    return transfer.to_host(value) if step.to_device == CPU else transfer.to_device(np.asarray(value))
+
+
+def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None = None,
+             stats: RunStats | None = None) -> dict[str, Any]:
+    """Run the plan on ``feeds`` (and outer-scope values) and return the graph outputs by name."""
+    values: dict[str, Any] = dict(plan.constants)
+    if scope:
+        values.update(scope)
+    values.update(feeds)
+    live = 0
+    for step in plan.steps:
+        t0 = time.perf_counter() if stats is not None else 0.0
+        args = [values[n] if n else None for n in step.inputs]
+        try:
+            if step.kind == "copy":
+                results: Any = _copy(step, args[0])
+            elif step.kernel.wants_scope:  # type: ignore[union-attr]
+                sc = {orig: values[v] for orig, v in zip(step.scope, step.scope_values)}
+                results = step.kernel.compute(*args, scope=sc)  # type: ignore[union-attr]
+            else:
+                results = step.kernel.compute(*args)  # type: ignore[union-attr]
+        except OnnxplugError:
+            raise
+        except Exception as e:
+            raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
+                              f"{type(e).__name__}: {e}") from e
+        if not isinstance(results, tuple):  # a single output (lists are sequence values)
+            results = (results,)
+        for name, value in zip(step.outputs, results):
+            if name:
+                values[name] = value
+        for name in step.outputs[len(results):]:
+            if name:
+                values[name] = None
+        if stats is not None:
+            stats.events.append((step.name, step.kind, step.provider.name if step.provider else "",
+                                 t0, time.perf_counter() - t0))
+            live += sum(_nbytes(values.get(n)) for n in step.outputs if n)
+            stats.peak_live_bytes = max(stats.peak_live_bytes, live)
+            live -= sum(_nbytes(values.get(n)) for n in step.release if n not in plan.constants)
+        for name in step.release:
+            values.pop(name, None)
+    return {name: values[planned] for name, planned in plan.outputs.items()}
+
+
+def _describe(step: Step) -> str:
+    if step.kind == "node" and step.kernel is not None:
+        return step.kernel.node.describe()
+    return f"{step.kind} step {step.name!r}"

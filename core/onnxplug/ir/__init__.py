@@ -1,0 +1,8 @@
+"""The graph IR: models loaded with the onnx package into plain, mutable Python objects."""
+
+from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
+from onnxplug.ir.loader import ModelSource, load_model
+from onnxplug.ir.types import Dim, ValueType, elem_type_name, elem_type_of, numpy_dtype
+
+__all__ = ["Attribute", "Dim", "Graph", "Model", "ModelSource", "Node", "ValueInfo", "ValueType",
+           "elem_type_name", "elem_type_of", "load_model", "numpy_dtype"]

@@ -1,0 +1,206 @@
+"""Loading models from a path, bytes or a ModelProto into the IR, with the onnx package doing the protobuf work."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import onnx
+import onnx.inliner
+from google.protobuf.message import DecodeError
+from onnx import AttributeProto, external_data_helper, numpy_helper, shape_inference
+
+from onnxplug.errors import ExternalDataError, ModelLoadError, ModelValidationError
+from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
+from onnxplug.ir.validate import check_known_op, check_versions, sort_and_check
+
+ModelSource = Union[str, os.PathLike, bytes, onnx.ModelProto]
+
+_TWO_GB = 2**31 - 1
+
+
+def load_model(source: ModelSource) -> Model:
+    """Read, validate and convert a model. Raises a subclass of ``OnnxplugError`` on bad input."""
+    proto, base_dir, label = _read_proto(source)
+    check_versions(label, proto.ir_version, _opsets(proto))
+    _load_external_data(proto, base_dir, label)
+    if proto.functions:
+        proto = onnx.inliner.inline_local_functions(proto)
+    model = _convert_model(proto, label)
+    for node in model.graph.walk():
+        check_known_op(label, node)
+    file_order = {id(n): i for i, n in enumerate(model.graph.nodes)}
+    sort_and_check(label, model.graph)
+    order = [file_order[id(n)] for n in model.graph.nodes]
+    if order != sorted(order):  # the checker wants the proto sorted too
+        nodes = [proto.graph.node[i] for i in order]
+        del proto.graph.node[:]
+        proto.graph.node.extend(nodes)
+    _run_checker(proto, label)
+    _infer_types(proto, model.graph)
+    return model
+
+
+def _read_proto(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, str]:
+    if isinstance(source, onnx.ModelProto):
+        copy = onnx.ModelProto()
+        copy.CopyFrom(source)
+        return copy, None, "<ModelProto>"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _parse(bytes(source), "<bytes>"), None, "<bytes>"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ModelLoadError(f"model {str(path)!r}: cannot read file: {e.strerror or e}") from None
+        return _parse(data, repr(str(path))), path.resolve().parent, repr(str(path))
+    raise ModelLoadError(f"a model must be a path, bytes or onnx.ModelProto, not {type(source).__name__}")
+
+
+def _parse(data: bytes, label: str) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except DecodeError as e:
+        raise ModelLoadError(f"model {label}: not a valid ONNX protobuf (truncated or corrupt): {e}") from None
+    if not proto.HasField("graph"):
+        raise ModelLoadError(f"model {label}: the protobuf holds no graph (empty or not an ONNX model)")
+    return proto
+
+
+def _opsets(proto: onnx.ModelProto) -> dict[str, int]:
+    return {("" if o.domain == "ai.onnx" else o.domain): o.version for o in proto.opset_import}
+
+
+def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, label: str) -> None:
+    tensors = [t for t in external_data_helper._get_all_tensors(proto)
+               if external_data_helper.uses_external_data(t)]
+    if not tensors:
+        return
+    if base_dir is None:
+        raise ExternalDataError(f"model {label}: tensor {tensors[0].name!r} keeps its data in an external "
+                                "file; load the model from its path so the file can be found")
+    root = base_dir.resolve()
+    for t in tensors:
+        info = external_data_helper.ExternalDataInfo(t)
+        location = info.location
+        if not location or os.path.isabs(location) or Path(location).is_absolute():
+            raise ExternalDataError(f"model {label}: tensor {t.name!r}: external data location "
+                                    f"{location!r} must be a path relative to the model's folder")
+        target = (root / location).resolve()
+        if root != target and root not in target.parents:
+            raise ExternalDataError(f"model {label}: tensor {t.name!r}: external data location "
+                                    f"{location!r} escapes the model's folder {str(root)!r}")
+        if not target.is_file():
+            raise ExternalDataError(f"model {label}: tensor {t.name!r}: external data file "
+                                    f"{location!r} does not exist in {str(root)!r}")
+    try:
+        external_data_helper.load_external_data_for_model(proto, str(root))
+    except (OSError, ValueError) as e:
+        raise ExternalDataError(f"model {label}: cannot read external data: {e}") from None
+
+
+def _convert_model(proto: onnx.ModelProto, label: str) -> Model:
+    opsets = _opsets(proto)
+    graph = _convert_graph(proto.graph, opsets, None, label)
+    return Model(
+        graph=graph, ir_version=proto.ir_version, opsets=opsets,
+        producer_name=proto.producer_name, producer_version=proto.producer_version,
+        domain=proto.domain, model_version=proto.model_version, doc_string=proto.doc_string,
+        metadata_props={p.key: p.value for p in proto.metadata_props}, source=label,
+    )
+
+
+def _convert_graph(gp: onnx.GraphProto, opsets: dict[str, int], parent: Graph | None, label: str) -> Graph:
+    initializers = {}
+    for t in gp.initializer:
+        initializers[t.name] = _to_array(t, label)
+    for st in gp.sparse_initializer:
+        dense = numpy_helper.to_array(st.values)
+        initializers[st.values.name] = _sparse_to_dense(st, dense)
+    graph = Graph(
+        name=gp.name, nodes=[], opsets=opsets, doc_string=gp.doc_string, parent=parent,
+        inputs=[ValueInfo.from_proto(v) for v in gp.input],
+        outputs=[ValueInfo.from_proto(v) for v in gp.output],
+        initializers=initializers,
+        value_info={v.name: ValueInfo.from_proto(v) for v in gp.value_info},
+    )
+    for i, np_ in enumerate(gp.node):
+        graph.nodes.append(_convert_node(np_, opsets, graph, label, i))
+    return graph
+
+
+def _convert_node(np_: onnx.NodeProto, opsets: dict[str, int], graph: Graph, label: str, index: int) -> Node:
+    domain = "" if np_.domain == "ai.onnx" else np_.domain
+    attrs: dict[str, Attribute] = {}
+    for ap in np_.attribute:
+        if ap.type == AttributeProto.GRAPH:
+            attrs[ap.name] = Attribute(_convert_graph(ap.g, opsets, graph, label), ap.type)
+        elif ap.type == AttributeProto.GRAPHS:
+            attrs[ap.name] = Attribute([_convert_graph(g, opsets, graph, label) for g in ap.graphs], ap.type)
+        elif ap.type == AttributeProto.TENSOR:
+            attrs[ap.name] = Attribute(_to_array(ap.t, label), ap.type)
+        elif ap.type == AttributeProto.TENSORS:
+            attrs[ap.name] = Attribute([_to_array(t, label) for t in ap.tensors], ap.type)
+        elif ap.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.TYPE_PROTO):
+            attrs[ap.name] = Attribute(onnx.helper.get_attribute_value(ap), ap.type)
+        else:
+            attrs[ap.name] = Attribute(onnx.helper.get_attribute_value(ap), ap.type)
+            if ap.type == AttributeProto.STRING:
+                attrs[ap.name].value = attrs[ap.name].value.decode("utf-8")
+            elif ap.type == AttributeProto.STRINGS:
+                attrs[ap.name].value = [s.decode("utf-8") for s in attrs[ap.name].value]
+    if domain not in opsets:
+        raise ModelValidationError(f"model {label}: node {np_.name or index!r} ({np_.op_type}) uses domain "
+                                   f"{domain!r}, which the model does not import")
+    return Node(op_type=np_.op_type, inputs=list(np_.input), outputs=list(np_.output),
+                name=np_.name or f"{np_.op_type}_{index}", domain=domain, attributes=attrs,
+                doc_string=np_.doc_string, opset=opsets[domain])
+
+
+def _to_array(t: onnx.TensorProto, label: str) -> np.ndarray:
+    try:
+        return numpy_helper.to_array(t)
+    except (ValueError, TypeError) as e:
+        raise ModelValidationError(f"model {label}: tensor {t.name!r} cannot be read: {e}") from None
+
+
+def _sparse_to_dense(st: onnx.SparseTensorProto, values: np.ndarray) -> np.ndarray:
+    dense = np.zeros(tuple(st.dims), dtype=values.dtype)
+    idx = numpy_helper.to_array(st.indices)
+    if idx.ndim == 1:
+        dense.reshape(-1)[idx] = values
+    else:
+        dense[tuple(idx.T)] = values
+    return dense
+
+
+def _run_checker(proto: onnx.ModelProto, label: str) -> None:
+    """The onnx checker catches what the structural checks do not (attribute types, arity)."""
+    if proto.ByteSize() > _TWO_GB:
+        return
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid model"
+        raise ModelValidationError(f"model {label}: onnx checker: {first}") from None
+
+
+def _infer_types(proto: onnx.ModelProto, graph: Graph) -> None:
+    """Fill value infos from onnx shape inference; a model it cannot infer still runs."""
+    if proto.ByteSize() > _TWO_GB:
+        return
+    try:
+        inferred = shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # onnx raises several types; inference is an optimisation here
+        return
+    known = {vi.name for vi in graph.inputs} | {vi.name for vi in graph.outputs}
+    for vp in inferred.graph.value_info:
+        if vp.name not in known:
+            graph.value_info[vp.name] = ValueInfo.from_proto(vp)
+    for vp, vi in zip(inferred.graph.output, graph.outputs):
+        if vi.type is None or (vi.type.kind == "tensor" and vi.type.shape is None):
+            vi.type = ValueInfo.from_proto(vp).type

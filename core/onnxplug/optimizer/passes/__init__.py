@@ -1,0 +1,1 @@
+"""Built-in passes: one module per pass, each exporting ``PASSES``."""

@@ -1,0 +1,1 @@
+"""Providers built into the core. They register through the ``onnxplug.providers`` entry points."""

@@ -1,0 +1,36 @@
+"""The ``numpy`` provider: the default CPU provider, appended last to every session."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from onnxplug.ir import Node
+from onnxplug.kernel import Kernel
+from onnxplug.provider import ExecutionProvider
+from onnxplug.providers.numpy.registry import REGISTRY
+
+
+class NumpyProvider(ExecutionProvider):
+    """Vectorised NumPy kernels on the host; rare ops reuse onnx.reference (listed in the docs)."""
+
+    name: ClassVar[str] = "numpy"
+    aliases: ClassVar[tuple[str, ...]] = ("CPUExecutionProvider",)
+    version: ClassVar[str] = "0.1.0"
+
+    def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
+        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
+        self.kernel_registry = REGISTRY
+
+    @classmethod
+    def devices(cls) -> list[str]:
+        """The host CPU."""
+        return ["cpu (host memory)"]
+
+    def resolve_kernel(self, node: Node) -> type[Kernel] | None:
+        """The provider's own kernel, else an adapter over onnx.reference's implementation."""
+        kernel = super().resolve_kernel(node)
+        if kernel is None:
+            from onnxplug.providers.numpy.reference_adapter import reference_kernel
+
+            kernel = reference_kernel(node)
+        return kernel

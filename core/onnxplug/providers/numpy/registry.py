@@ -1,0 +1,23 @@
+"""The numpy provider's kernel registry. Op modules register into it with ``@op(...)``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from onnxplug.kernel import KernelRegistry
+
+
+def _load_ops(registry: KernelRegistry) -> None:
+    from onnxplug.plugins import extend_registry
+    from onnxplug.providers.numpy import ops
+
+    for info in pkgutil.iter_modules(ops.__path__):
+        if info.name.startswith("op_"):
+            importlib.import_module(f"{ops.__name__}.{info.name}")
+    extend_registry("numpy", registry)
+
+
+REGISTRY = KernelRegistry("numpy", loader=_load_ops)
+op = REGISTRY.kernel
+"""Class decorator: ``@op("Relu")`` or ``@op("Clip", 1, 11, domain="")`` registers a kernel."""

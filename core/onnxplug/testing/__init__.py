@@ -1,0 +1,1 @@
+"""Test helpers for onnxplug: a suite of realistic ONNX models built without torch."""

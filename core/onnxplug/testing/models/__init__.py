@@ -1,0 +1,1 @@
+"""One module per model of the suite; `onnxplug.testing.model_suite` is the public entry."""
