@@ -90,7 +90,7 @@ class InferenceSession:
 
     def _build(self, providers: Sequence[ProviderSpec] | None,
                provider_options: Sequence[Mapping[str, Any]] | None) -> None:
-        self._providers = self._create_providers(providers, provider_options)
+        self._providers = create_providers(providers, provider_options, self._options)
         graph = self._model.graph
         level = int(self._options.graph_optimization_level)
         if level > 0:
@@ -106,36 +106,6 @@ class InferenceSession:
         self._input_types = {vi.name: vi.type for vi in graph.inputs}
         self._defaults = {vi.name: graph.initializers[vi.name] for vi in graph.inputs
                           if vi.name in graph.initializers}
-
-    def _create_providers(self, providers: Sequence[ProviderSpec] | None,
-                          provider_options: Sequence[Mapping[str, Any]] | None) -> list[ExecutionProvider]:
-        catalog = get_catalog()
-        specs: list[tuple[str, Mapping[str, Any]]] = []
-        for i, spec in enumerate(providers if providers is not None else [DEFAULT_PROVIDER]):
-            name, opts = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
-            if provider_options is not None:
-                if len(provider_options) != len(providers or ()):
-                    raise UnsupportedOptionError("provider_options must have one entry per provider")
-                opts = {**opts, **provider_options[i]}
-            specs.append((catalog.resolve_name(name), opts))
-        fallback_disabled = self._options.fallback_disabled
-        if not fallback_disabled and DEFAULT_PROVIDER not in [n for n, _ in specs]:
-            specs.append((DEFAULT_PROVIDER, {}))
-        created: list[ExecutionProvider] = []
-        threads = int(self._options.intra_op_num_threads)
-        for name, opts in specs:
-            if any(p.name == name for p in created):
-                raise UnsupportedOptionError(f"provider {name!r} is listed twice")
-            cls = catalog.providers[name]
-            availability = cls.availability()
-            if not availability:
-                message = f"provider {name!r} is not available: {availability.reason}"
-                if fallback_disabled:
-                    raise ProviderUnavailableError(message)
-                warnings.warn(f"{message}; falling back to the next provider", RuntimeWarning, stacklevel=3)
-                continue
-            created.append(cls(opts, intra_op_num_threads=threads))
-        return created
 
     def _plan_graph(self, graph: Graph, outer: Sequence[str]) -> tuple[Plan, list[Group]]:
         groups = partition(graph, self._providers, fallback_disabled=self._options.fallback_disabled,
@@ -262,6 +232,42 @@ class InferenceSession:
                   for name, kind, provider, t0, dur in stats.events]
         with self._profile_lock:
             self._profile_events.extend(events)
+
+
+def create_providers(providers: Sequence[ProviderSpec] | None,
+                     provider_options: Sequence[Mapping[str, Any]] | None,
+                     options: SessionOptions) -> list[ExecutionProvider]:
+    """Instantiate the requested providers in order, the default last unless fallback is disabled.
+
+    An unavailable provider is skipped with a warning, or raises when fallback is disabled.
+    """
+    catalog = get_catalog()
+    specs: list[tuple[str, Mapping[str, Any]]] = []
+    for i, spec in enumerate(providers if providers is not None else [DEFAULT_PROVIDER]):
+        name, opts = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
+        if provider_options is not None:
+            if len(provider_options) != len(providers or ()):
+                raise UnsupportedOptionError("provider_options must have one entry per provider")
+            opts = {**opts, **provider_options[i]}
+        specs.append((catalog.resolve_name(name), opts))
+    fallback_disabled = options.fallback_disabled
+    if not fallback_disabled and DEFAULT_PROVIDER not in [n for n, _ in specs]:
+        specs.append((DEFAULT_PROVIDER, {}))
+    created: list[ExecutionProvider] = []
+    threads = int(options.intra_op_num_threads)
+    for name, opts in specs:
+        if any(p.name == name for p in created):
+            raise UnsupportedOptionError(f"provider {name!r} is listed twice")
+        cls = catalog.providers[name]
+        availability = cls.availability()
+        if not availability:
+            message = f"provider {name!r} is not available: {availability.reason}"
+            if fallback_disabled:
+                raise ProviderUnavailableError(message)
+            warnings.warn(f"{message}; falling back to the next provider", RuntimeWarning, stacklevel=3)
+            continue
+        created.append(cls(opts, intra_op_num_threads=threads))
+    return created
 
 
 def _describe_type(t: ValueType | None) -> str:

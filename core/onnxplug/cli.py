@@ -1,0 +1,208 @@
+"""The ``onnxplug`` command: list providers, run a model, run the conformance suite, optimize a model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+from onnxplug.errors import OnnxplugError
+
+
+def _providers_command(args: argparse.Namespace) -> int:
+    from onnxplug.plugins import get_catalog
+
+    catalog = get_catalog()
+    print(f"{'provider':<10} {'version':<9} {'available':<9} {'device / reason'}")
+    for name in sorted(catalog.providers):
+        cls = catalog.providers[name]
+        plugin = next((p for p in catalog.plugins if p.name == catalog.owner[name]), None)
+        version = cls.version or (plugin.version if plugin else "?")
+        availability = cls.availability()
+        devices = cls.devices() if availability else []
+        detail = "; ".join(devices) if availability else availability.reason
+        print(f"{name:<10} {version:<9} {'yes' if availability else 'no':<9} {detail}")
+        for extra in devices[1:] if args.verbose else []:
+            print(f"{'':<30} {extra}")
+    for p in catalog.plugins:
+        if p.error:
+            print(f"plugin {p.name!r} ({p.distribution} {p.version}) failed to load: {p.error}")
+    for r in catalog.rejected:
+        print(f"provider {r.name!r} from plugin {r.plugin!r} refused: {r.reason}")
+    return 0
+
+
+def _random_feed(arg, rng: np.random.Generator, dims: dict[str, int]) -> np.ndarray:
+    from onnxplug.ir import numpy_dtype
+    from onnxplug.ir.types import ValueType
+
+    t: ValueType | None = arg
+    if t is None or t.kind != "tensor" or t.shape is None:
+        raise OnnxplugError(f"cannot make a random value for an input of type "
+                            f"{t.ort_string() if t else 'unknown'}; pass it with --input NAME=FILE.npy")
+    shape = tuple(d if isinstance(d, int) else dims.get(str(d), 1) for d in t.shape)
+    dtype = numpy_dtype(t.elem_type)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, 10, shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) > 0.5
+    raise OnnxplugError(f"cannot make a random {dtype} value; pass it with --input NAME=FILE.npy")
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    import onnxplug as ort
+
+    options = ort.SessionOptions()
+    if args.level is not None:
+        options.graph_optimization_level = _LEVELS[args.level]
+    t0 = time.perf_counter()
+    sess = ort.InferenceSession(args.model, options, providers=args.provider or None)
+    created = time.perf_counter() - t0
+    feeds: dict[str, np.ndarray] = {}
+    for item in args.input or []:
+        name, _, path = item.partition("=")
+        if not path:
+            raise OnnxplugError(f"--input {item!r}: expected NAME=FILE.npy")
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except OSError as e:
+            raise OnnxplugError(f"--input {name}: cannot read {path!r}: {e.strerror or e}") from None
+    dims = dict(d.split("=", 1) for d in args.dim or [])
+    rng = np.random.default_rng(args.seed)
+    for vi in sess._inputs:
+        if vi.name not in feeds and vi.name not in sess._defaults:
+            feeds[vi.name] = _random_feed(vi.type, rng, {k: int(v) for k, v in dims.items()})
+    t0 = time.perf_counter()
+    outputs = sess.run(None, feeds)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - t0)
+    counts = Counter(a.provider for a in sess.get_node_assignments())
+    print(f"model: {args.model}")
+    print("assignment: " + ", ".join(f"{p}={n} node(s)" for p, n in counts.items()))
+    for arg, value in zip(sess.get_outputs(), outputs):
+        shape = list(np.shape(value)) if isinstance(value, np.ndarray) else type(value).__name__
+        dtype = value.dtype if isinstance(value, np.ndarray) else "-"
+        print(f"output {arg.name}: shape {shape}, dtype {dtype}")
+    median = f", median of {len(times)} runs {np.median(times) * 1e3:.2f} ms" if times else ""
+    print(f"latency: session creation {created * 1e3:.1f} ms, first run {first * 1e3:.2f} ms{median}")
+    if args.save_outputs:
+        np.savez(args.save_outputs, **{a.name: v for a, v in zip(sess.get_outputs(), outputs)
+                                       if isinstance(v, np.ndarray)})
+    return 0
+
+
+_LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "layout": 3, "all": 99}
+
+
+def _conformance_command(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    try:
+        from onnxplug_conformance.cli import main as conformance_main
+    except ImportError:
+        raise OnnxplugError("the conformance suite is not installed: pip install onnxplug-conformance "
+                            "(conformance/ in the repository)") from None
+    return conformance_main([args.provider, *rest])
+
+
+def _optimize_command(args: argparse.Namespace) -> int:
+    import onnx
+
+    from onnxplug.ir import load_model
+    from onnxplug.optimizer import optimize_model
+    from onnxplug.options import SessionOptions
+    from onnxplug.session import create_providers
+
+    model = load_model(args.model)
+    before = sum(1 for _ in model.graph.walk())
+    providers = create_providers(args.provider or None, None, SessionOptions())
+    reports = optimize_model(model, _LEVELS[args.level], providers)
+    for r in reports:
+        detail = ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items())) or "no change"
+        print(f"{r.name}: {detail}")
+    onnx.save_model(model.to_proto(), args.output)
+    after = sum(1 for _ in model.graph.walk())
+    print(f"nodes: {before} -> {after}; saved {args.output}")
+    return 0
+
+
+def _models_command(args: argparse.Namespace) -> int:
+    import onnx
+
+    from onnxplug.testing.model_suite import MODEL_NAMES, build
+
+    if args.name not in MODEL_NAMES:
+        raise OnnxplugError(f"unknown model {args.name!r}; choose one of {', '.join(MODEL_NAMES)}")
+    onnx.save_model(build(args.name, seed=args.seed), args.output)
+    print(f"built {args.name} -> {args.output}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``onnxplug`` command."""
+    parser = argparse.ArgumentParser(prog="onnxplug", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("providers", help="list installed providers with availability and devices")
+    p.add_argument("-v", "--verbose", action="store_true", help="one line per device")
+
+    p = sub.add_parser("run", help="run a model on random or given inputs")
+    p.add_argument("model")
+    p.add_argument("--provider", action="append", help="provider to use, in priority order (repeatable)")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="feed an input from a .npy file")
+    p.add_argument("--dim", action="append", metavar="SYMBOL=SIZE", help="size of a symbolic dim (default 1)")
+    p.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--level", choices=sorted(_LEVELS), help="graph optimization level (default all)")
+    p.add_argument("--save-outputs", metavar="FILE.npz")
+
+    p = sub.add_parser("conformance", help="run the conformance suite on a provider (onnxplug-conformance)")
+    p.add_argument("provider")
+
+    p = sub.add_parser("optimize", help="optimize a model and save it")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--level", choices=sorted(_LEVELS), default="all")
+    p.add_argument("--provider", action="append")
+
+    p = sub.add_parser("models", help="build a model of the project's suite (no download)")
+    p.add_argument("name")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``onnxplug`` command."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "conformance":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        if args.command == "providers":
+            return _providers_command(args)
+        if args.command == "run":
+            return _run_command(args)
+        if args.command == "conformance":
+            return _conformance_command(args, rest)
+        if args.command == "optimize":
+            return _optimize_command(args)
+        return _models_command(args)
+    except (OnnxplugError, OSError) as e:
+        if args.debug:
+            raise
+        print(f"onnxplug: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
