@@ -67,7 +67,8 @@ class GraphBuilder:
         if self._weight_owner is not None:
             return self._weight_owner.initializer(name, array)
         unique = self.reserve(name)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), unique))
+        # np.ascontiguousarray would turn 0-d scalars into shape (1,).
+        self.initializers.append(numpy_helper.from_array(np.array(array, order="C"), unique))
         return unique
 
     def constant(self, scope: str, array: np.ndarray | float | int | bool) -> str:
@@ -114,7 +115,8 @@ class GraphBuilder:
             outputs = [self.reserve(f"{name}_output_{i}") for i in range(num_outputs)]
         else:
             outputs = [self.reserve(o) if o else "" for o in outputs]
-        self.nodes.append(helper.make_node(op_type, list(inputs), list(outputs), name=name, **attrs))
+        node = helper.make_node(op_type, list(inputs), list(outputs), name=name, **attrs)
+        self.nodes.append(node)
         return list(outputs)
 
     # --- random weights -----------------------------------------------------------------------
@@ -154,7 +156,8 @@ class GraphBuilder:
         )
         inputs = [x, weight]
         if bias:
-            inputs.append(self.initializer(f"{param_prefix}.bias", self.normal((out_channels,), 0.1)))
+            conv_bias = self.normal((out_channels,), 0.1)
+            inputs.append(self.initializer(f"{param_prefix}.bias", conv_bias))
         pad = kernel // 2
         return self.node(
             "Conv",
@@ -202,7 +205,9 @@ class GraphBuilder:
         weight = self.initializer(
             f"{param_prefix}.weight", self.uniform((out_features, in_features), -bound, bound)
         )
-        bias = self.initializer(f"{param_prefix}.bias", self.uniform((out_features,), -bound, bound))
+        bias = self.initializer(
+            f"{param_prefix}.bias", self.uniform((out_features,), -bound, bound)
+        )
         return self.node(
             "Gemm", [x, weight, bias], scope, output=output, alpha=1.0, beta=1.0, transB=1
         )

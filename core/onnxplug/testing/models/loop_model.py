@@ -63,9 +63,7 @@ def build(seed: int = 0) -> onnx.ModelProto:
         "w_x": b.initializer("cell.weight_ih_T", b.normal((INPUT_SIZE, HIDDEN), scale_in)),
         "w_h": b.initializer("cell.weight_hh_T", b.normal((HIDDEN, HIDDEN), scale_h)),
         "bias": b.initializer("cell.bias", b.normal((HIDDEN,), 0.1)),
-        # A Constant node, not an initializer: onnx 1.23 shape inference mis-ranks 0-d
-        # initializers read from a Loop body (infers [1]), which full_check then rejects.
-        "limit": b.scalar("/cell/continue_limit", CONTINUE_LIMIT),
+        "limit": b.initializer("cell.continue_limit", np.asarray(CONTINUE_LIMIT, np.float32)),
     }
     w_init = b.initializer("init.weight_T", b.normal((INPUT_SIZE, HIDDEN), scale_in))
     summary = b.node("ReduceMean", ["input"], "/init", axes=[0], keepdims=0)  # [batch, I]
