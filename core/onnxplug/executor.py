@@ -127,10 +127,12 @@ def _plan_releases(steps: list[Step], keep: set[str]) -> None:
 
 @dataclass
 class RunStats:
-    """What a run measured when asked: step timings and the peak of live intermediate bytes."""
+    """What a run measured when asked: step timings, the peak of live intermediate bytes, and the
+    bytes of all intermediates together (the peak a runtime without liveness would reach)."""
 
     events: list[tuple[str, str, str, float, float]] = field(default_factory=list)
     peak_live_bytes: int = 0
+    produced_bytes: int = 0
 
 
 def _nbytes(value: Any) -> int:
@@ -183,7 +185,9 @@ def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | No
         if stats is not None:
             stats.events.append((step.name, step.kind, step.provider.name if step.provider else "",
                                  t0, time.perf_counter() - t0))
-            live += sum(_nbytes(values.get(n)) for n in step.outputs if n)
+            produced = sum(_nbytes(values.get(n)) for n in step.outputs if n)
+            live += produced
+            stats.produced_bytes += produced
             stats.peak_live_bytes = max(stats.peak_live_bytes, live)
             live -= sum(_nbytes(values.get(n)) for n in step.release if n not in plan.constants)
         for name in step.release:

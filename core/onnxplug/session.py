@@ -38,7 +38,7 @@ class NodeArg(NamedTuple):
 
     name: str
     type: str
-    shape: list[Any] | None
+    shape: list[Any]
 
 
 class NodeAssignment(NamedTuple):
@@ -65,9 +65,8 @@ class ModelMetadata:
 def _node_arg(vi: ValueInfo) -> NodeArg:
     t = vi.type
     if t is None:
-        return NodeArg(vi.name, "unknown", None)
-    shape = list(t.shape) if t.shape is not None else ([] if t.kind in ("tensor", "sparse_tensor") else None)
-    return NodeArg(vi.name, t.ort_string(), shape)
+        return NodeArg(vi.name, "unknown", [])
+    return NodeArg(vi.name, t.ort_string(), list(t.shape) if t.shape is not None else [])
 
 
 class InferenceSession:

@@ -1,0 +1,138 @@
+"""onnxruntime's Python API: NodeArgs, metadata, options, providers, profiling, optimized model saving."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import onnxplug as ort
+from onnxplug import errors
+from tests.conftest import make_model
+
+
+def _typed_model():
+    seq = helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None)
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64, name="cast"),
+         helper.make_node("SequenceConstruct", ["x"], ["seq"], name="seqc")],
+        "typed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, None])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["batch", 3, None]), seq])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tests",
+                              doc_string="a doc", model_version=3)
+    helper.set_model_props(model, {"author": "onnxplug"})
+    model.ir_version = 8
+    return model
+
+
+def test_node_args_match_onnxruntime():
+    model = _typed_model()
+    ours = ort.InferenceSession(model, providers=["numpy"])
+    theirs = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for mine, ref in zip(ours.get_inputs() + ours.get_outputs(), theirs.get_inputs() + theirs.get_outputs()):
+        assert (mine.name, mine.type, mine.shape) == (ref.name, ref.type, ref.shape)
+
+
+def test_modelmeta_matches_onnxruntime():
+    model = _typed_model()
+    mine = ort.InferenceSession(model, providers=["numpy"]).get_modelmeta()
+    ref = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).get_modelmeta()
+    for field in ("producer_name", "graph_name", "domain", "description", "version", "custom_metadata_map"):
+        assert getattr(mine, field) == getattr(ref, field), field
+
+
+def test_sequence_output_and_output_selection():
+    sess = ort.InferenceSession(_typed_model(), providers=["numpy"])
+    x = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    y, seq = sess.run(None, {"x": x})
+    assert y.dtype == np.int64 and isinstance(seq, list) and len(seq) == 1
+    np.testing.assert_array_equal(seq[0], x)
+    (only,) = sess.run(["y"], {"x": x})
+    np.testing.assert_array_equal(only, x.astype(np.int64))
+
+
+def test_provider_aliases_and_lists(add_relu_model):
+    sess = ort.InferenceSession(add_relu_model, providers=["CPUExecutionProvider"])
+    assert sess.get_providers() == ["numpy"]
+    assert "numpy" in ort.get_all_providers()
+    assert ort.get_available_providers()[-1] == "numpy"
+    with pytest.raises(errors.UnknownProviderError, match="'warp-drive'"):
+        ort.InferenceSession(add_relu_model, providers=["warp-drive"])
+
+
+def test_set_providers_replans(add_relu_model):
+    sess = ort.InferenceSession(add_relu_model, providers=["numpy"])
+    sess.set_providers(["CPUExecutionProvider"])
+    assert sess.get_providers() == ["numpy"]
+    assert sess.run(None, {"x": np.zeros((1, 4), np.float32)})[0].tolist() == [[1, 0, 2, 0]]
+
+
+def test_unimplemented_options_are_refused_not_ignored(add_relu_model):
+    so = ort.SessionOptions()
+    with pytest.raises(errors.UnsupportedOptionError, match="execution_mode"):
+        so.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL  # what we do anyway: accepted
+    with pytest.raises(errors.UnsupportedOptionError, match="enable_quantum"):
+        so.enable_quantum = True
+    with pytest.raises(errors.UnsupportedOptionError, match="session.use_env_allocators"):
+        so.add_session_config_entry("session.use_env_allocators", "1")
+    with pytest.raises(errors.UnsupportedOptionError, match="disabled_optimizers"):
+        ort.InferenceSession(add_relu_model, providers=["numpy"], disabled_optimizers=["x"])
+    ro = ort.RunOptions()
+    with pytest.raises(errors.UnsupportedOptionError, match="terminate"):
+        ro.terminate = True
+
+
+def test_graph_optimization_level_enum_values_match_onnxruntime():
+    for name in ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"):
+        assert int(getattr(ort.GraphOptimizationLevel, name)) == int(getattr(onnxruntime.GraphOptimizationLevel, name))
+
+
+def test_profiling_writes_chrome_trace(tmp_path, add_relu_model):
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "prof")
+    sess = ort.InferenceSession(add_relu_model, so, providers=["numpy"])
+    sess.run(None, {"x": np.ones((2, 4), np.float32)})
+    path = sess.end_profiling()
+    events = json.loads(open(path).read())
+    assert [e["name"] for e in events] == ["add", "relu"]
+    assert all(e["ph"] == "X" and e["dur"] >= 0 and e["args"]["provider"] == "numpy" for e in events)
+
+
+def test_optimized_model_is_saved_and_loads_in_onnxruntime(tmp_path, add_relu_model):
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(add_relu_model, so, providers=["numpy"])
+    saved = onnx.load(so.optimized_model_filepath)
+    onnx.checker.check_model(saved)
+    x = np.array([[-5, 5, -5, 5]], np.float32)
+    ref = onnxruntime.InferenceSession(saved.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(ref.run(None, {"x": x})[0], [[0, 4, 0, 3]])
+
+
+def test_overridable_initializer_defaults_and_overrides():
+    w = onnx.numpy_helper.from_array(np.array([1, 2], np.float32), "w")
+    model = make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                       [("x", TensorProto.FLOAT, [2]), ("w", TensorProto.FLOAT, [2])],
+                       [("y", TensorProto.FLOAT, [2])], [w])
+    sess = ort.InferenceSession(model, providers=["numpy"])
+    assert [a.name for a in sess.get_inputs()] == ["x"]
+    assert [a.name for a in sess.get_overridable_initializers()] == ["w"]
+    x = np.zeros(2, np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], [1, 2])
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "w": np.array([5, 6], np.float32)})[0], [5, 6])
+
+
+def test_path_bytes_and_proto_load_the_same(tmp_path, add_relu_model):
+    path = tmp_path / "m.onnx"
+    onnx.save_model(add_relu_model, path)
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    outs = [ort.InferenceSession(src, providers=["numpy"]).run(None, {"x": x})[0]
+            for src in (str(path), path, path.read_bytes(), add_relu_model)]
+    for out in outs:
+        np.testing.assert_array_equal(out, [[2, 1, 5, 2]])
