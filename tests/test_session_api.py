@@ -136,3 +136,13 @@ def test_path_bytes_and_proto_load_the_same(tmp_path, add_relu_model):
             for src in (str(path), path, path.read_bytes(), add_relu_model)]
     for out in outs:
         np.testing.assert_array_equal(out, [[2, 1, 5, 2]])
+
+
+def test_output_of_unknown_rank_is_accepted_and_inferred():
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["z"], name="relu")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(model, providers=["numpy"])
+    assert sess.get_outputs()[0].shape == ["N", 3]  # filled in by shape inference
+    np.testing.assert_array_equal(sess.run(None, {"x": -np.ones((2, 3), np.float32)})[0], np.zeros((2, 3)))

@@ -26,9 +26,12 @@ def load_model(source: ModelSource) -> Model:
     proto, base_dir, label = _read_proto(source)
     check_versions(label, proto.ir_version, _opsets(proto))
     _load_external_data(proto, base_dir, label)
-    if proto.functions:
-        proto = onnx.inliner.inline_local_functions(proto)
+    kept = {(f.domain, f.name) for f in _kept_functions(proto)}
+    if any((f.domain, f.name) not in kept for f in proto.functions):
+        proto = (onnx.inliner.inline_selected_functions(proto, sorted(kept), exclude=True) if kept
+                 else onnx.inliner.inline_local_functions(proto))
     model = _convert_model(proto, label)
+    model.functions = [f for f in proto.functions if (f.domain, f.name) in kept]
     for node in model.graph.walk():
         check_known_op(label, node)
     file_order = {id(n): i for i, n in enumerate(model.graph.nodes)}
@@ -41,6 +44,25 @@ def load_model(source: ModelSource) -> Model:
     _run_checker(proto, label)
     _infer_types(proto, model.graph)
     return model
+
+
+#: The project's own domain: calls to its functions stay nodes when the runtime has a kernel.
+_OWN_DOMAIN = "com.onnxplug"
+
+
+def _kept_functions(proto: onnx.ModelProto) -> list[onnx.FunctionProto]:
+    """Model-local functions of the project's domain whose op the default provider computes.
+
+    They are kept as calls (saved optimized models carry fused ops with a body for other
+    runtimes); every other function is inlined.
+    """
+    own = [f for f in proto.functions if f.domain.startswith(_OWN_DOMAIN)]
+    if not own:
+        return []
+    from onnxplug.providers.numpy.registry import REGISTRY
+
+    version = {o.domain: o.version for o in proto.opset_import}
+    return [f for f in own if REGISTRY.resolve(f.domain, f.name, version.get(f.domain, 1)) is not None]
 
 
 def _read_proto(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, str]:
@@ -158,7 +180,7 @@ def _convert_node(np_: onnx.NodeProto, opsets: dict[str, int], graph: Graph, lab
                                    f"{domain!r}, which the model does not import")
     return Node(op_type=np_.op_type, inputs=list(np_.input), outputs=list(np_.output),
                 name=np_.name or f"{np_.op_type}_{index}", domain=domain, attributes=attrs,
-                doc_string=np_.doc_string, opset=opsets[domain])
+                doc_string=np_.doc_string, opset=opsets[domain], overload=np_.overload)
 
 
 def _to_array(t: onnx.TensorProto, label: str) -> np.ndarray:
@@ -182,11 +204,20 @@ def _run_checker(proto: onnx.ModelProto, label: str) -> None:
     """The onnx checker catches what the structural checks do not (attribute types, arity)."""
     if proto.ByteSize() > _TWO_GB:
         return
+    # An input or output of unknown rank is valid at run time (onnxruntime accepts it), but the
+    # checker insists on a shape field: give it an empty one for the check only.
+    unranked = [vi.type.tensor_type for vi in [*proto.graph.input, *proto.graph.output]
+                if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
+    for t in unranked:
+        t.shape.SetInParent()
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid model"
         raise ModelValidationError(f"model {label}: onnx checker: {first}") from None
+    finally:
+        for t in unranked:
+            t.ClearField("shape")
 
 
 def _infer_types(proto: onnx.ModelProto, graph: Graph) -> None:
