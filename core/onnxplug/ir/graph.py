@@ -73,6 +73,8 @@ class Node:
     doc_string: str = ""
     #: The version of ``domain`` the model imports; set when the node joins a graph.
     opset: int = 0
+    #: Which overload of a model-local function the node calls (IR >= 10); usually empty.
+    overload: str = ""
 
     def attr(self, name: str, default: Any = None) -> Any:
         """The python value of an attribute, or ``default`` when it is absent."""
@@ -109,6 +111,8 @@ class Node:
         node = helper.make_node(self.op_type, self.inputs, self.outputs, name=self.name or None,
                                 domain=self.domain or None, doc_string=self.doc_string or None)
         node.attribute.extend(a.to_proto(n) for n, a in self.attributes.items())
+        if self.overload:
+            node.overload = self.overload
         return node
 
 
@@ -205,6 +209,8 @@ class Model:
     metadata_props: dict[str, str] = field(default_factory=dict)
     #: Where the model was loaded from, for messages; ``<bytes>`` or ``<ModelProto>`` otherwise.
     source: str = "<model>"
+    #: Model-local functions kept as calls (e.g. com.onnxplug fused ops), saved with the model.
+    functions: list[onnx.FunctionProto] = field(default_factory=list)
 
     def to_proto(self) -> onnx.ModelProto:
         """Convert to a ModelProto that onnx and onnxruntime load."""
@@ -213,6 +219,7 @@ class Model:
             opset_imports=[helper.make_opsetid(d, v) for d, v in self.opsets.items()],
             producer_name=self.producer_name, producer_version=self.producer_version,
             domain=self.domain, model_version=self.model_version, doc_string=self.doc_string,
+            functions=self.functions,
         )
         model.ir_version = self.ir_version
         helper.set_model_props(model, self.metadata_props)

@@ -28,8 +28,7 @@ def check_versions(source: str, ir_version: int, opsets: dict[str, int]) -> None
         raise UnsupportedIRVersionError(
             f"model {source}: IR version {ir_version} is not supported "
             f"(supported: {MIN_IR_VERSION}..{MAX_IR_VERSION})")
-    if "" not in opsets:
-        raise UnsupportedOpsetError(f"model {source}: no opset import for the default domain 'ai.onnx'")
+    # No default-domain import is required: a model may use only ai.onnx.ml (or another domain).
     for domain, version in opsets.items():
         bounds = KNOWN_DOMAINS.get(domain)
         if bounds is not None and not bounds[0] <= version <= bounds[1]:
