@@ -47,11 +47,13 @@ class ReduceKernel(NumpyKernel):
         keepdims = bool(self.attr("keepdims", 1))
         if self.node.opset < self.axes_input_since:
             attr_axes = self.attr("axes")
-            axes_t = None if attr_axes is None else tuple(int(a) for a in attr_axes)
+            # an absent or empty ``axes`` attribute reduces over every axis
+            axes_t = tuple(int(a) for a in attr_axes) if attr_axes else None
         else:
             axes_t = None if axes is None or axes.size == 0 else tuple(int(a) for a in axes.reshape(-1))
             if axes_t is None and self.attr("noop_with_empty_axes", 0):
-                return x.copy()
+                # reduce over no axis: each element alone (x*x for ReduceSumSquare, log x for ReduceLogSum)
+                axes_t = ()
         out = self.op(x, axes_t, keepdims)
         return np.asarray(out, dtype=self.out_dtype(x))
 

@@ -4,7 +4,7 @@ Conv is computed in one of three vectorised ways, all BLAS-backed or elementwise
 - 1x1 kernels: a plain (batched) matmul over the flattened spatial axes;
 - depthwise (one input channel per group): a sum over kernel offsets of shifted views times the
   per-channel weight, with no im2col buffer;
-- everything else: im2col built from ``sliding_window_view`` (one copy) and one batched matmul.
+- everything else: im2col from a strided window view (one copy) and one batched matmul.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided, sliding_window_view
+from numpy.lib.stride_tricks import as_strided
 
 
 def conv_pads(node_attr, in_spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
@@ -107,7 +107,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
     if all(k == 1 for k in kernel):
         y = _conv_1x1(xp, w, strides, group)
     elif w.shape[1] == 1 and group == c:
-        y = _conv_depthwise(xp, w, strides, dilations)
+        y = _depthwise(xp, w, strides, dilations)
     else:
         cols, out_sp = im2col(xp, kernel, strides, dilations, group)
         wm = w.reshape(group, m // group, -1)
@@ -132,24 +132,118 @@ def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int)
     return y.reshape((n, m) + tuple(out_sp))
 
 
-def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int],
-                    dilations: Sequence[int]) -> np.ndarray:
-    """Depthwise conv (each group has one input channel, ``mult`` outputs): sum of shifted views."""
+def _phases(xp: np.ndarray, strides: Sequence[int]) -> np.ndarray:
+    """Polyphase split: (N, C, *P) -> (*s, N, C, *ceil(P/s)), so a strided window is a plain shift."""
+    nd = len(strides)
+    lead = xp.shape[:2]
+    if all(s == 1 for s in strides):
+        return np.ascontiguousarray(xp)
+    padded = [-(-xp.shape[2 + i] // s) * s for i, s in enumerate(strides)]
+    if list(xp.shape[2:]) != padded:
+        full = np.zeros(lead + tuple(padded), dtype=xp.dtype)
+        full[(slice(None), slice(None)) + tuple(slice(0, n) for n in xp.shape[2:])] = xp
+        xp = full
+    split = lead + tuple(v for i, s in enumerate(strides) for v in (padded[i] // s, s))
+    perm = tuple(3 + 2 * i for i in range(nd)) + (0, 1) + tuple(2 + 2 * i for i in range(nd))
+    return np.ascontiguousarray(xp.reshape(split).transpose(perm))
+
+
+def _depthwise_out_shape(xp: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                         dilations: Sequence[int]) -> tuple[int, ...]:
+    kernel = w.shape[2:]
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    return (xp.shape[0], w.shape[0]) + tuple(max(0, (xp.shape[2 + i] - span[i]) // strides[i] + 1)
+                                             for i in range(len(kernel)))
+
+
+def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int]) -> np.ndarray:
+    """Depthwise conv into a fresh output array."""
+    out = np.empty(_depthwise_out_shape(xp, w, strides, dilations), dtype=np.result_type(xp.dtype, w.dtype))
+    _conv_depthwise(xp, w, strides, dilations, out)
+    return out
+
+
+def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                    out: np.ndarray) -> None:
+    """Depthwise conv (one input channel per group, ``mult`` outputs each) as a sum of shifted rows,
+    written into ``out``.
+
+    The input is split into stride phases and flattened, so every kernel offset reads one long
+    contiguous row per channel; the result is computed over full padded rows and cropped once.
+    """
     n, c = xp.shape[:2]
-    m = w.shape[0]
-    mult = m // c
+    mult = w.shape[0] // c
     kernel = w.shape[2:]
     nd = len(kernel)
-    win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
-    out_sp = win.shape[2:2 + nd]
-    # weights as (C, mult, *k) broadcast against (N, C, 1, *out)
-    wk = w.reshape((c, mult) + tuple(kernel))
-    y = np.zeros((n, c, mult) + tuple(out_sp), dtype=np.result_type(xp.dtype, w.dtype))
-    tmp = np.empty_like(y)
-    expand = (slice(None), slice(None), None)
+    out_sp = out.shape[2:]
+    if min(out_sp) <= 0:
+        return
+    ph = _phases(xp, strides)
+    rows = ph.shape[-nd:]
+    row_strides = [int(np.prod(rows[i + 1:])) for i in range(nd)]
+    strided = any(s != 1 for s in strides)
+    flat = ph.reshape(ph.shape[:nd + 2] + (-1,)) if strided else ph.reshape(n, c, -1)
+    length = sum((o - 1) * r for o, r in zip(out_sp, row_strides)) + 1
+    y = np.empty((n, c, mult, out_sp[0] * row_strides[0]), dtype=out.dtype)
+    acc = y[..., :length]
+    tmp = np.empty((n, c, mult, length), dtype=out.dtype)
+    wk = w.reshape((c, mult, -1))
+    for flat_idx, idx in enumerate(np.ndindex(*kernel)):
+        pos = [i * d for i, d in zip(idx, dilations)]
+        phase = tuple(p % s for p, s in zip(pos, strides))
+        off = sum((p // s) * r for p, s, r in zip(pos, strides, row_strides))
+        src = flat[phase] if strided else flat
+        seg = src[:, :, None, off:off + length]
+        if flat_idx == 0:
+            np.multiply(seg, wk[:, :, 0, None], out=acc)
+        else:
+            np.multiply(seg, wk[:, :, flat_idx, None], out=tmp)
+            acc += tmp
+    y = y.reshape((n, c, mult, out_sp[0]) + tuple(rows[1:]))
+    y = y[(Ellipsis,) + tuple(slice(0, o) for o in out_sp[1:])] if nd > 1 else y
+    np.copyto(out.reshape((n, c, mult) + tuple(out_sp)), y)
+
+
+def scatter_cols(cols: np.ndarray, full_sp: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+                 dilations: Sequence[int], in_sp: Sequence[int], offset: Sequence[int] | None = None) -> np.ndarray:
+    """col2im: add columns (N, C, *kernel, *in_sp) into an image (N, C, *full_sp), one kernel offset at a time.
+
+    Column position ``p`` of kernel offset ``i`` lands at ``offset + p * stride + i * dilation``.
+    """
+    n, c = cols.shape[:2]
+    offset = offset or [0] * len(kernel)
+    out = np.zeros((n, c) + tuple(full_sp), dtype=cols.dtype)
     for idx in np.ndindex(*kernel):
-        sl = win[(Ellipsis,) + idx][expand]  # (N, C, 1, *out)
-        wv = wk[(slice(None), slice(None)) + idx].reshape((c, mult) + (1,) * nd)
-        np.multiply(sl, wv, out=tmp)
-        y += tmp
-    return y.reshape((n, m) + tuple(out_sp))
+        dst = tuple(slice(o + i * d, o + i * d + (p - 1) * s + 1, s)
+                    for o, i, d, p, s in zip(offset, idx, dilations, in_sp, strides))
+        out[(slice(None), slice(None)) + dst] += cols[(slice(None), slice(None)) + idx]
+    return out
+
+
+def conv_transpose_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
+                      dilations: Sequence[int], begin: Sequence[int], out_sp: Sequence[int],
+                      group: int) -> np.ndarray:
+    """ConvTranspose: one matmul to columns, then col2im, then a crop of ``begin`` and ``out_sp``."""
+    n, c = x.shape[:2]
+    in_sp = x.shape[2:]
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    mg = w.shape[1]
+    m = mg * group
+    if w.shape[0] != c:
+        raise ValueError(f"ConvTranspose: input has {c} channels but weight has {w.shape[0]}")
+    p = int(np.prod(in_sp))
+    kk = int(np.prod(kernel))
+    wt = w.reshape(group, c // group, mg * kk).transpose(0, 2, 1)  # (G, Mg*K, Cg)
+    cols = np.matmul(wt, x.reshape(n, group, c // group, p))  # (N, G, Mg*K, P)
+    cols = cols.reshape((n, m) + tuple(kernel) + tuple(in_sp))
+    full = [(q - 1) * s + (k - 1) * d + 1 for q, s, k, d in zip(in_sp, strides, kernel, dilations)]
+    shift = [max(0, -bg) for bg in begin]  # output_shape larger than the full result: zeros first
+    need = [max(f + sh, bg + sh + o) for f, bg, o, sh in zip(full, begin, out_sp, shift)]
+    img = scatter_cols(cols, need, kernel, strides, dilations, in_sp, shift)
+    y = img[(slice(None), slice(None)) + tuple(slice(bg + sh, bg + sh + o)
+                                               for bg, sh, o in zip(begin, shift, out_sp))]
+    y = np.ascontiguousarray(y)
+    if b is not None:
+        y += b.reshape((m,) + (1,) * nd)
+    return y

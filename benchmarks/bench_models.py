@@ -1,0 +1,53 @@
+"""Latency of onnxplug providers against onnxruntime (CPU, 2 threads) on the model suite.
+
+    python benchmarks/bench_models.py --provider numpy [--batch 1 8] [--models resnet18 ...]
+
+Prints a Markdown table of medians and ratios (ours / onnxruntime) and the geomean ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+import numpy as np
+
+from harness import geomean, interleaved, markdown_table, onnxplug_runner, onnxruntime_runner
+from onnxplug.testing.model_suite import MODEL_NAMES, build, sample_inputs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--provider", action="append", help="onnxplug provider(s), in priority order")
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES))
+    parser.add_argument("--blocks", type=int, default=7)
+    parser.add_argument("--block-runs", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    providers = args.provider or ["numpy"]
+    label = "+".join(providers)
+    rows, ratios = [], []
+    for name in args.models:
+        model = build(name)
+        for batch in args.batch:
+            feeds = sample_inputs(name, batch=batch)
+            engines = {"onnxruntime": onnxruntime_runner(model, args.threads),
+                       label: onnxplug_runner(model, providers, args.threads)}
+            # Heavier models get fewer runs per block so the whole benchmark stays a few minutes.
+            t = interleaved(engines, feeds, blocks=args.blocks, block_runs=args.block_runs)
+            ratio = t[label].median_ms / t["onnxruntime"].median_ms
+            ratios.append(ratio)
+            rows.append([name, batch, f"{t['onnxruntime'].median_ms:.2f}", f"{t[label].median_ms:.2f}",
+                         f"{ratio:.2f}"])
+            print(f"{name} batch {batch}: ratio {ratio:.2f}", file=sys.stderr, flush=True)
+    print(f"machine: {platform.processor() or platform.machine()}, numpy {np.__version__}, "
+          f"{args.threads} threads each, interleaved blocks of {args.block_runs} runs x {args.blocks}")
+    print(markdown_table(["model", "batch", "onnxruntime ms (median)", f"{label} ms (median)", "ratio"], rows))
+    print(f"\ngeomean ratio {label} / onnxruntime: {geomean(ratios):.2f}; worst {max(ratios):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Bases shared by the elementwise ops: quiet floating-point errors, variadic and comparison ops."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from onnxplug.kernel import Kernel
+from onnxplug.providers.numpy.ops._base import BinaryKernel, NumpyKernel, UnaryKernel
+
+
+class QuietUnaryKernel(UnaryKernel):
+    """A unary op whose domain edges (log(0), sqrt(-1), overflow) give inf/NaN silently, as ONNX expects."""
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return super().compute(x)
+
+
+def legacy_broadcast(kernel: Kernel, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b`` shaped for numpy broadcasting under the opset < 7 rules (``broadcast=1``, ``axis``).
+
+    Before opset 7, B broadcasts to A only with ``broadcast=1``, and B's dimensions line up with A's
+    from ``axis`` on (default: the trailing ones, as numpy does).
+    """
+    if kernel.node.opset >= 7 or not kernel.attr("broadcast", 0):
+        return b
+    axis = kernel.attr("axis")
+    if axis is None:
+        return b
+    axis = axis + a.ndim if axis < 0 else axis
+    return b.reshape(b.shape + (1,) * (a.ndim - axis - b.ndim))
+
+
+class QuietBinaryKernel(BinaryKernel):
+    """A broadcasting binary op that silences numpy's floating-point and integer warnings."""
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return super().compute(a, legacy_broadcast(self, a, b))
+
+
+class CompareKernel(BinaryKernel):
+    """A broadcasting comparison or logical op: the result is bool whatever the input type."""
+
+    keep_dtype = False
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(self.op(a, legacy_broadcast(self, a, b)), dtype=np.bool_)
+
+
+class VariadicKernel(NumpyKernel):
+    """Max, Min, Sum, Mean: fold a binary ufunc over one or more broadcasting inputs."""
+
+    ufunc: ClassVar[np.ufunc]
+
+    def compute(self, *inputs: np.ndarray) -> np.ndarray:
+        first = inputs[0]
+        # float16/bfloat16 accumulate in float32 and round once, as onnxruntime does
+        work = np.float32 if first.dtype.itemsize == 2 and first.dtype.kind not in "iub" else None
+        with np.errstate(all="ignore"):
+            out: Any = first.copy() if work is None else first.astype(work)
+            for x in inputs[1:]:
+                out = self.ufunc(out, x if work is None else x.astype(work))
+            return np.asarray(self.finish(out, len(inputs)), dtype=first.dtype)
+
+    def finish(self, out: np.ndarray, count: int) -> Any:
+        """Post-process the folded value (Mean divides by the count)."""
+        return out

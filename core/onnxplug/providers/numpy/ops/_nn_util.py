@@ -1,0 +1,130 @@
+"""Small helpers shared by the neural-network kernels (dtype handling, axes)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+
+_NATIVE_FLOAT_KINDS = frozenset("fc")
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype to compute in: float32 for ml_dtypes types (bfloat16, float8), else the dtype itself."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in _NATIVE_FLOAT_KINDS or dtype.kind in "iub":
+        return dtype
+    return np.dtype(np.float32)
+
+
+def blas_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype for matmul-like accumulation: float16 and ml_dtypes floats accumulate in float32."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize >= 4 or dtype.kind in "iubc":
+        return dtype
+    return np.dtype(np.float32)
+
+
+def widen(x: np.ndarray) -> np.ndarray:
+    """``x`` in its compute dtype (a no-op for float16/32/64 and integers)."""
+    dt = compute_dtype(x.dtype)
+    return x if dt == x.dtype else x.astype(dt)
+
+
+def norm_axis(axis: int, rank: int) -> int:
+    """A non-negative axis, checked against ``rank``."""
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"axis {axis} is out of range for a rank-{rank} tensor")
+    return axis % rank if rank else 0
+
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+_SERIES_LIMIT = 2.5
+_SERIES_TERMS = 40
+_CF_TERMS = 60
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, vectorised (numpy has none), accurate to ~1e-14 relative.
+
+    Maclaurin series below |x| = 2.5 and Laplace's continued fraction of erfc above, both in
+    float64; the result keeps ``x``'s float dtype.
+    """
+    xd = np.asarray(x, dtype=np.float64)
+    ax = np.abs(xd)
+    small = ax < _SERIES_LIMIT
+    out = np.empty_like(xd)
+    xs = xd[small]
+    if xs.size:
+        x2 = xs * xs
+        term = xs.copy()
+        acc = xs.copy()
+        for n in range(1, _SERIES_TERMS):
+            term *= -x2 / n
+            acc += term / (2 * n + 1)
+        out[small] = _TWO_OVER_SQRT_PI * acc
+    big = ~small
+    xb = ax[big]
+    if xb.size:
+        with np.errstate(over="ignore", under="ignore"):
+            t = xb.copy()
+            for k in range(_CF_TERMS, 0, -1):
+                t = xb + (k / 2.0) / t
+            erfc = np.exp(-xb * xb) / (np.sqrt(np.pi) * t)
+        out[big] = np.copysign(1.0 - erfc, xd[big])
+    return out.astype(np.result_type(x.dtype, np.float32) if x.dtype.kind == "f" else np.float32, copy=False)
+
+
+class FloatUnaryKernel(NumpyKernel):
+    """Base of elementwise float activations: compute ``op`` in the compute dtype, keep x's dtype."""
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        y = self.op(widen(x))
+        return np.asarray(y, dtype=x.dtype)
+
+    def op(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class AxisSoftmaxKernel(NumpyKernel):
+    """Softmax-like ops: before opset 13 the input is coerced to 2-D at ``axis`` (default 1) and
+    the op runs over the flattened trailing part; from 13 it runs along ``axis`` (default -1)."""
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        xw = widen(x)
+        if self.node.opset < 13:
+            axis = norm_axis(int(self.attr("axis", 1)), max(x.ndim, 1))
+            lead = int(np.prod(x.shape[:axis]))
+            y = self.op(xw.reshape(lead, -1), 1).reshape(x.shape)
+        else:
+            y = self.op(xw, norm_axis(int(self.attr("axis", -1)), max(x.ndim, 1)))
+        return np.asarray(y, dtype=x.dtype)
+
+    def op(self, x: np.ndarray, axis: int) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """exp(x - max) / sum along ``axis``, with one temporary."""
+    with np.errstate(invalid="ignore"):  # an all -inf row gives NaN, as onnxruntime does
+        y = x - np.max(x, axis=axis, keepdims=True)
+        np.exp(y, out=y)
+        y /= np.sum(y, axis=axis, keepdims=True)
+    return y
+
+
+def normalize(x: np.ndarray, axes: tuple[int, ...], eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """((x - mean) * inv_std, mean, inv_std) over ``axes`` (keepdims), population variance."""
+    mean = np.mean(x, axis=axes, keepdims=True)
+    y = x - mean
+    var = np.mean(np.square(y), axis=axes, keepdims=True)
+    inv_std = 1.0 / np.sqrt(var + x.dtype.type(eps))
+    y *= inv_std
+    return y, mean, inv_std
+
+
+def stash_dtype(x: np.ndarray, stash_type: int) -> np.dtype:
+    """The dtype LayerNorm/GroupNorm/RMSNorm compute in: float32 for stash_type 1 unless x is float64."""
+    if stash_type == 1 and np.dtype(x.dtype) != np.float64:
+        return np.dtype(np.float32)
+    return compute_dtype(x.dtype)

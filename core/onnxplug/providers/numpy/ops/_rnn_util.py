@@ -1,0 +1,224 @@
+"""Shared machinery of RNN, GRU and LSTM: attributes, activations, input preparation, outputs.
+
+The input projection X @ W^T (plus the biases that can be folded) is one matmul over all time
+steps. Both directions of a bidirectional layer advance together: their states are stacked as
+(directions, batch, hidden) so each time step costs one batched matmul and a few elementwise
+calls. The reverse direction is fed its inputs in reversed order (per sequence length) and its
+outputs are put back in time order at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+
+Activation = Callable[[np.ndarray], np.ndarray]
+
+_USES_ALPHA = {"affine": 1.0, "leakyrelu": 0.01, "thresholdedrelu": 1.0, "scaledtanh": 1.0,
+               "hardsigmoid": 0.2, "elu": 1.0}
+_USES_BETA = {"affine": 0.0, "scaledtanh": 1.0, "hardsigmoid": 0.5}
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """Sigmoid in place through tanh (no overflow): 0.5 * tanh(x / 2) + 0.5."""
+    x *= 0.5
+    np.tanh(x, out=x)
+    x *= 0.5
+    x += 0.5
+    return x
+
+
+def make_activation(name: str, alpha: float | None, beta: float | None) -> Activation:
+    """An in-place activation function (it may overwrite and return its argument)."""
+    key = name.lower()
+    a = _USES_ALPHA.get(key) if alpha is None else alpha
+    b = _USES_BETA.get(key) if beta is None else beta
+    if key == "tanh":
+        return lambda x: np.tanh(x, out=x)
+    if key == "sigmoid":
+        return _sigmoid
+    if key == "relu":
+        return lambda x: np.maximum(x, 0, out=x)
+    if key == "affine":
+        return lambda x: np.add(np.multiply(x, a, out=x), b, out=x)
+    if key == "leakyrelu":
+        return lambda x: np.where(x >= 0, x, x * a).astype(x.dtype, copy=False)
+    if key == "thresholdedrelu":
+        return lambda x: np.where(x >= a, x, 0).astype(x.dtype, copy=False)
+    if key == "scaledtanh":
+        return lambda x: np.multiply(np.tanh(np.multiply(x, b, out=x), out=x), a, out=x)
+    if key == "hardsigmoid":
+        return lambda x: np.clip(np.add(np.multiply(x, a, out=x), b, out=x), 0, 1, out=x)
+    if key == "elu":
+        return lambda x: np.where(x >= 0, x, np.expm1(np.minimum(x, 0)) * a).astype(x.dtype, copy=False)
+    if key == "softsign":
+        return lambda x: np.divide(x, np.abs(x) + 1, out=x)
+    if key == "softplus":
+        return lambda x: np.logaddexp(x.dtype.type(0), x, out=x)
+    raise ValueError(f"unknown RNN activation function {name!r}")
+
+
+class RecurrentKernel(NumpyKernel):
+    """Base of RNN, GRU and LSTM: parses the common attributes once."""
+
+    #: Gates per cell and the default activation names (per direction).
+    gates: int = 1
+    default_activations: tuple[str, ...] = ("Tanh",)
+
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        #: derived weights keyed by the identity of their sources (constant initializers in practice);
+        #: filled at most once per distinct source, so concurrent runs at worst build an entry twice
+        self._derived: dict[str, tuple[tuple[object, ...], np.ndarray]] = {}
+        direction = self.attr("direction", "forward")
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise ValueError(f"{node.describe()}: unknown direction {direction!r}")
+        self.direction = direction
+        self.num_directions = 2 if direction == "bidirectional" else 1
+        self.layout = int(self.attr("layout", 0))
+        clip = self.attr("clip", None)
+        self.clip = None if clip is None else float(clip)
+        per_dir = len(self.default_activations)
+        names = list(self.attr("activations", None) or self.default_activations * self.num_directions)
+        if len(names) == per_dir and self.num_directions == 2:
+            names = names * 2
+        alphas = list(self.attr("activation_alpha", None) or [])
+        betas = list(self.attr("activation_beta", None) or [])
+        acts, names_lower = [], []
+        for name in names:
+            key = name.lower()
+            alpha = alphas.pop(0) if key in _USES_ALPHA and alphas else None
+            beta = betas.pop(0) if key in _USES_BETA and betas else None
+            acts.append(make_activation(name, alpha, beta))
+            names_lower.append((key, alpha, beta))
+        #: activations[slot] is one function when both directions agree, else a list per direction
+        self.activations: list[Activation | list[Activation]] = []
+        for slot in range(per_dir):
+            per = [acts[d * per_dir + slot] for d in range(self.num_directions)]
+            same = all(names_lower[d * per_dir + slot] == names_lower[slot] for d in range(self.num_directions))
+            self.activations.append(per[0] if same else per)
+        self.default_acts = [n[0] for n in names_lower[:per_dir]] == [a.lower() for a in self.default_activations] \
+            and all(n[0] == names_lower[i % per_dir][0] for i, n in enumerate(names_lower))
+
+    def derived(self, name: str, sources: Sequence[object], build: Callable[[], np.ndarray]) -> np.ndarray:
+        """``build()``, cached while ``sources`` are the very same objects as last time."""
+        entry = self._derived.get(name)
+        if entry is not None and len(entry[0]) == len(sources) and all(
+                a is b for a, b in zip(entry[0], sources)):
+            return entry[1]
+        value = build()
+        self._derived[name] = (tuple(sources), value)
+        return value
+
+    def act(self, slot: int, x: np.ndarray) -> np.ndarray:
+        """Apply activation ``slot`` to stacked (directions, ...) values, per direction when they differ."""
+        f = self.activations[slot]
+        if self.clip is not None:
+            np.clip(x, -self.clip, self.clip, out=x)
+        if not isinstance(f, list):
+            return f(x)
+        return np.stack([fd(x[d]) for d, fd in enumerate(f)])
+
+    # --- inputs -------------------------------------------------------------------------------
+    def prepare(self, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray | None,
+                seq_lens: np.ndarray | None, foldable_bias: Sequence[bool]) -> "Prepared":
+        """Project the inputs for all steps; returns the per-step feed and the bookkeeping."""
+        if self.layout == 1:
+            x = x.transpose(1, 0, 2)
+        seq, batch, _ = x.shape
+        d_count = self.num_directions
+        gh = w.shape[1]
+        hidden = gh // self.gates
+        dtype = x.dtype
+        # input projection for every step and direction: (D, S*B, G*H)
+        xw = np.matmul(x.reshape(seq * batch, -1), w.transpose(0, 2, 1)).reshape(d_count, seq, batch, gh)
+        rb = None
+        if b is not None:
+            wb, rb = b[:, :gh], b[:, gh:]
+            fold = np.repeat(np.asarray(foldable_bias, dtype=bool), hidden)
+            bias = wb + np.where(fold, rb, 0)
+            xw += bias[:, None, None, :].astype(dtype, copy=False)
+            rb = np.where(fold, 0, rb).astype(dtype, copy=False)
+        lens = None
+        if seq_lens is not None:
+            lens = np.asarray(seq_lens, dtype=np.int64).reshape(-1)
+            if np.all(lens == seq):
+                lens = None
+        order = np.arange(seq)[:, None].repeat(batch, axis=1)  # time index fed at step t, per batch
+        if lens is not None:
+            t = np.arange(seq)[:, None]
+            order = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)
+        reversed_dirs = [d for d in range(d_count) if self.direction == "reverse" or d == 1]
+        feed = np.empty((seq, d_count, batch, gh), dtype=dtype)
+        for d in range(d_count):
+            if d in reversed_dirs:
+                feed[:, d] = xw[d][order, np.arange(batch)[None, :]] if lens is not None else xw[d][::-1]
+            else:
+                feed[:, d] = xw[d]
+        active = None
+        if lens is not None:
+            active = (np.arange(seq)[:, None] < lens[None, :])[:, None, :, None]  # (S, 1, B, 1)
+        return Prepared(feed, r.transpose(0, 2, 1).astype(dtype, copy=False), rb, hidden, seq, batch,
+                        order, reversed_dirs, lens, active)
+
+    def initial_state(self, value: np.ndarray | None, p: "Prepared") -> np.ndarray:
+        """An initial state as (D, B, H), zeros when omitted."""
+        if value is None:
+            return np.zeros((self.num_directions, p.batch, p.hidden), dtype=p.feed.dtype)
+        value = value.transpose(1, 0, 2) if self.layout == 1 else value
+        return np.array(value, dtype=p.feed.dtype)
+
+    # --- outputs ------------------------------------------------------------------------------
+    def finish(self, ys: np.ndarray, states: Sequence[np.ndarray], p: "Prepared") -> tuple:
+        """Y in time order (zeros past each sequence length) plus the final states, in ``layout``."""
+        if p.lens is not None:
+            ys *= p.active
+        for d in p.reversed_dirs:
+            ys[:, d] = ys[:, d][p.order, np.arange(p.batch)[None, :]] if p.lens is not None else ys[::-1, d]
+        if self.layout == 1:
+            return (ys.transpose(2, 0, 1, 3),) + tuple(s.transpose(1, 0, 2) for s in states)
+        return (ys,) + tuple(states)
+
+
+class Prepared:
+    """What the step loop needs: per-step feeds (S, D, B, G*H), R^T (D, H, G*H), unfolded R bias."""
+
+    def __init__(self, feed, rt, rb, hidden, seq, batch, order, reversed_dirs, lens, active) -> None:
+        self.feed = feed
+        self.rt = rt
+        self.rb = rb
+        self.hidden = hidden
+        self.seq = seq
+        self.batch = batch
+        self.order = order
+        self.reversed_dirs = reversed_dirs
+        self.lens = lens
+        self.active = active
+
+    def step_mask(self, t: int) -> np.ndarray | None:
+        """(1, B, 1) booleans: which batch entries still run at step ``t`` (None when all do)."""
+        return None if self.active is None else self.active[t]
+
+
+def augmented_weights(rt: np.ndarray, rb: np.ndarray | None, gate_scale: np.ndarray) -> np.ndarray:
+    """[R^T; Rb] as (D, H + 1, G*H), columns scaled by ``gate_scale`` (G*H,).
+
+    Multiplying a state with a trailing 1 by it adds the recurrent bias inside the matmul.
+    """
+    d, h, gh = rt.shape
+    out = np.empty((d, h + 1, gh), dtype=rt.dtype)
+    out[:, :h] = rt
+    out[:, h] = 0 if rb is None else rb
+    out *= gate_scale
+    return out
+
+
+def state_buffer(p: Prepared, init: np.ndarray) -> np.ndarray:
+    """(S + 1, D, B, H + 1): step t's state in slot t + 1, slot 0 the initial state, last column 1."""
+    buf = np.empty((p.seq + 1,) + init.shape[:-1] + (p.hidden + 1,), dtype=p.feed.dtype)
+    buf[..., -1] = 1
+    buf[0, ..., :-1] = init
+    return buf

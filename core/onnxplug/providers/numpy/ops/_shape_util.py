@@ -1,0 +1,38 @@
+"""Helpers of the shape and layout ops: axes read from an attribute or an input, index normalisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxplug.kernel import Kernel
+
+
+def ints(value: Any) -> list[int]:
+    """A tensor, list or scalar of integers as a Python list."""
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def axes_from(kernel: Kernel, tensor: np.ndarray | None, input_since: int) -> list[int] | None:
+    """``axes`` from the attribute (opset < ``input_since``) or the optional input; None when absent."""
+    if kernel.node.opset < input_since:
+        value = kernel.attr("axes")
+        return None if value is None else ints(value)
+    return None if tensor is None else ints(tensor)
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """Map a possibly negative axis into [0, rank); raise ValueError when out of range."""
+    if not -rank <= axis < rank:
+        raise ValueError(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def normalize_indices(indices: np.ndarray, size: int | np.ndarray) -> np.ndarray:
+    """Map negative indices to ``index + size``; raise IndexError when any index is out of range."""
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.size and (np.any(indices < -size) or np.any(indices >= size)):
+        bad = indices[(indices < -size) | (indices >= size)].reshape(-1)[0]
+        raise IndexError(f"index {int(bad)} is out of bounds for a dimension of size {size}")
+    return np.where(indices < 0, indices + size, indices)

@@ -1,0 +1,69 @@
+"""Vectorised special functions numpy lacks (no scipy dependency): the error function."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI = math.sqrt(math.pi)
+# erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4] (erf rounds to +-1 in float32 beyond): the rational fit of
+# Eigen / XLA's float erf, within 8 float32 ulp (4.2e-7 absolute) and exact in relative terms near 0.
+_ERF32_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF32_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+            -1.42647390514189e-02)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, elementwise, in the dtype of ``x`` (float16/bfloat16 via float32)."""
+    x = np.asarray(x)
+    if x.dtype == np.float64:
+        return _erf64(x)
+    return _erf32(x.astype(np.float32)).astype(x.dtype)
+
+
+def _erf32(x: np.ndarray) -> np.ndarray:
+    """float32 erf from one rational function, evaluated in place to keep memory traffic low."""
+    x = np.clip(x, np.float32(-4), np.float32(4))  # NaN stays NaN
+    x2 = x * x
+    p = np.full_like(x, _ERF32_P[0])
+    for c in _ERF32_P[1:]:
+        p *= x2
+        p += np.float32(c)
+    p *= x
+    q = np.full_like(x, _ERF32_Q[0])
+    for c in _ERF32_Q[1:]:
+        q *= x2
+        q += np.float32(c)
+    p /= q
+    return p
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """float64 erf within 8 ulp: a positive-term series below 1.5, an erfc continued fraction above."""
+    a = np.abs(x)
+    out = np.empty_like(a)
+    near = a < 1.5
+    xs = a[near]
+    # erf(x) = 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (2n+1)!!  (all terms positive: no cancellation)
+    ratio = 2.0 * xs * xs
+    term = xs.copy()
+    total = xs.copy()
+    for n in range(1, 31):
+        term *= ratio
+        term /= 2 * n + 1
+        total += term
+    out[near] = _TWO_OVER_SQRT_PI * np.exp(-xs * xs) * total
+    far = ~near
+    xf = a[far]
+    # erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), evaluated bottom-up.
+    with np.errstate(all="ignore"):
+        f = xf.copy()
+        for k in range(80, 0, -1):  # enough terms for 1 ulp from x = 1.5 on
+            np.divide(k / 2.0, f, out=f)
+            f += xf
+        out[far] = 1.0 - np.exp(-xf * xf) / (_SQRT_PI * f)
+    out[np.isnan(a)] = np.nan
+    return np.copysign(out, x)

@@ -1,0 +1,18 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._ml_util import ML
+from onnxplug.providers.numpy.registry import op
+
+
+@op("ArrayFeatureExtractor", domain=ML)
+class ArrayFeatureExtractor(NumpyKernel):
+    """The last-axis elements at ``indices`` (flattened); a 1-D input gives one row, as onnxruntime."""
+
+    def compute(self, x, indices):
+        idx = indices.reshape(-1).astype(np.int64)
+        n = x.shape[-1]
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"ArrayFeatureExtractor: index out of range for last dimension {n}: {idx.tolist()}")
+        out = np.take(x, idx, axis=-1)
+        return out.reshape(1, -1) if x.ndim == 1 else out

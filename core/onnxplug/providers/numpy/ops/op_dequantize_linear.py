@@ -1,0 +1,23 @@
+import numpy as np
+
+from onnxplug.ir.types import numpy_dtype
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._qdq_util import INTEGER_RANGES, broadcast_param, widened
+from onnxplug.providers.numpy.registry import op
+
+
+@op("DequantizeLinear")
+class DequantizeLinear(NumpyKernel):
+    """y = (x - zero_point) * scale, in the ``output_dtype`` type (default: the scale's type).
+
+    Float8/float4 inputs have no zero point (it must be 0), so it is ignored for them.
+    """
+
+    def compute(self, x, scale, zero_point=None):
+        axis, block = self.attr("axis", 1), self.attr("block_size", 0)
+        out = numpy_dtype(self.attr("output_dtype")) if self.attr("output_dtype", 0) else np.asarray(scale).dtype
+        dx = x.astype(np.float64) if x.dtype in (np.int32, np.float64) else widened(x)
+        if zero_point is not None and (x.dtype.name in INTEGER_RANGES or x.dtype == np.int32):
+            dx = dx - broadcast_param(zero_point, x.shape, axis, block).astype(dx.dtype)
+        y = dx * widened(broadcast_param(scale, x.shape, axis, block))
+        return np.asarray(y.astype(out))

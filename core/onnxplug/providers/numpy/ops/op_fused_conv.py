@@ -1,0 +1,29 @@
+"""com.onnxplug FusedConv: Conv (+ residual) followed by an activation (docs/fused-ops.md)."""
+
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._conv_util import conv_nd, conv_pads, spatial_attrs
+from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation
+from onnxplug.providers.numpy.registry import op
+
+
+@op("FusedConv", domain="com.onnxplug")
+class FusedConv(NumpyKernel):
+    """Conv (same attributes as ai.onnx Conv), plus the optional residual Z, then ``activation``
+    with ``activation_params``, in place."""
+
+    def compute(self, x, w, b=None, z=None):
+        kernel = list(self.attr("kernel_shape", None) or w.shape[2:])
+        strides, dilations = spatial_attrs(self.attr, kernel)
+        begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
+        y = conv_nd(x, w, b, strides, dilations, begin, end, int(self.attr("group", 1)))
+        if z is not None:
+            y += z
+        y = apply_activation(np.asarray(y, dtype=x.dtype), self.attr("activation", ""),
+                             self.attr("activation_params", []) or [])
+        return y
+
+    @classmethod
+    def supports(cls, node, view) -> bool:
+        return activation_supported(node)

@@ -1,0 +1,42 @@
+"""com.onnxplug LayerNormalization (for models below opset 17) and SkipLayerNormalization
+(docs/fused-ops.md)."""
+
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.registry import op
+
+
+def layer_norm(x: np.ndarray, scale: np.ndarray, bias, axis: int, epsilon: float) -> np.ndarray:
+    """Normalize over axes [axis, rank) in float32 or wider, then scale and shift; keeps x's dtype."""
+    work = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    centered = work - work.mean(axis=axes, keepdims=True)
+    variance = np.mean(np.square(centered), axis=axes, keepdims=True)
+    variance += work.dtype.type(epsilon)
+    np.sqrt(variance, out=variance)
+    centered /= variance
+    centered *= scale
+    if bias is not None:
+        centered += bias
+    return centered.astype(x.dtype, copy=False)
+
+
+@op("LayerNormalization", domain="com.onnxplug")
+class LayerNormalization(NumpyKernel):
+    """ai.onnx LayerNormalization-17's schema (axis, epsilon), output Y only."""
+
+    def compute(self, x, scale, bias=None):
+        return layer_norm(x, scale, bias, int(self.attr("axis", -1)), float(self.attr("epsilon", 1e-5)))
+
+
+@op("SkipLayerNormalization", domain="com.onnxplug")
+class SkipLayerNormalization(NumpyKernel):
+    """LayerNorm over the last axis of x + skip (+ bias); the optional second output is that sum."""
+
+    def compute(self, x, skip, gamma, beta=None, bias=None):
+        total = x + skip
+        if bias is not None:
+            total += bias
+        y = layer_norm(total, gamma, beta, -1, float(self.attr("epsilon", 1e-5)))
+        return (y, total) if len(self.node.outputs) > 1 else y

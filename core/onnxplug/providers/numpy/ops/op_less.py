@@ -1,0 +1,10 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._elementwise_util import CompareKernel
+from onnxplug.providers.numpy.registry import op
+
+
+@op("Less")
+class Less(CompareKernel):
+    def op(self, a, b):
+        return np.less(a, b)

@@ -1,0 +1,43 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._control_util import as_bool, compile_body, empty_like_output
+from onnxplug.providers.numpy.registry import op
+
+
+@op("Loop")
+class Loop(NumpyKernel):
+    """for (i = 0; i < M && cond; ++i) body(i, cond, carried...) -> (cond, carried..., scan outputs...).
+
+    An omitted M or cond drops that limit; carried values may be tensors, sequences or optionals;
+    scan outputs are stacked along a new first axis.
+    """
+
+    wants_scope = True
+
+    def __init__(self, node, context):
+        super().__init__(node, context)
+        self.body = compile_body(self, "body")
+        self.graph = self.attr("body")
+
+    def compute(self, max_trips=None, cond=None, *carried, scope=None):
+        limit = None if max_trips is None else int(np.asarray(max_trips).reshape(-1)[0])
+        keep_going = True if cond is None else as_bool(cond)
+        n_carried = len(carried)
+        n_scan = len(self.graph.outputs) - 1 - n_carried
+        values = list(carried)
+        scans: list[list] = [[] for _ in range(n_scan)]
+        cond_value = np.array(keep_going)
+        i = 0
+        while keep_going and (limit is None or i < limit):
+            out = self.body([np.array(i, dtype=np.int64), cond_value, *values], scope or {})
+            cond_value = out[0]
+            values = list(out[1:1 + n_carried])
+            for k in range(n_scan):
+                scans[k].append(out[1 + n_carried + k])
+            if cond is not None:
+                keep_going = as_bool(cond_value)
+            i += 1
+        stacked = [np.stack(s) if s else empty_like_output(self.graph, 1 + n_carried + k)
+                   for k, s in enumerate(scans)]
+        return tuple(values) + tuple(stacked)

@@ -1,0 +1,17 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._nn_util import blas_dtype
+from onnxplug.providers.numpy.registry import op
+
+
+@op("MatMul")
+class MatMul(NumpyKernel):
+    """numpy.matmul semantics (1-D promotion, batch broadcasting); BLAS for float types,
+    float16/bfloat16 accumulated in float32."""
+
+    def compute(self, a, b):
+        dt = blas_dtype(a.dtype)
+        if dt == a.dtype:
+            return np.asarray(np.matmul(a, b))
+        return np.matmul(a.astype(dt), b.astype(dt)).astype(a.dtype)

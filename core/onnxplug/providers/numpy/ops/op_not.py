@@ -1,0 +1,10 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._elementwise_util import QuietUnaryKernel
+from onnxplug.providers.numpy.registry import op
+
+
+@op("Not")
+class Not(QuietUnaryKernel):
+    def op(self, x):
+        return np.logical_not(x)

@@ -1,0 +1,34 @@
+import numpy as np
+
+from onnxplug.ir.types import numpy_dtype
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._qdq_util import (INTEGER_RANGES, SATURABLE_FLOAT8, broadcast_param,
+                                                      output_dtype, saturate_float, widened)
+from onnxplug.providers.numpy.registry import op
+
+
+@op("QuantizeLinear")
+class QuantizeLinear(NumpyKernel):
+    """y = saturate(round_half_even(x / scale) + zero_point), per tensor, per axis or per block.
+
+    The division runs in the ``precision`` type (default: the scale's type), as the spec says.
+    """
+
+    def compute(self, x, scale, zero_point=None):
+        axis, block = self.attr("axis", 1), self.attr("block_size", 0)
+        target = output_dtype(zero_point, self.attr("output_dtype", 0))
+        s = broadcast_param(scale, x.shape, axis, block)
+        precision = numpy_dtype(self.attr("precision")) if self.attr("precision", 0) else np.asarray(scale).dtype
+        q = widened(x) / widened(s)
+        if q.dtype != precision and precision.itemsize < 4:  # 16-bit division: round the quotient
+            q = q.astype(precision).astype(np.float32)
+        zp = None if zero_point is None else widened(broadcast_param(zero_point, x.shape, axis, block))
+        if target.name in INTEGER_RANGES:
+            lo, hi = INTEGER_RANGES[target.name]
+            y = np.rint(q) + (0 if zp is None else zp)
+            return np.clip(y, lo, hi).astype(np.int32).astype(target)
+        if zp is not None:
+            q = q + zp
+        if target.name in SATURABLE_FLOAT8 and self.attr("saturate", 1):
+            return saturate_float(q, target)
+        return np.asarray(q.astype(target))

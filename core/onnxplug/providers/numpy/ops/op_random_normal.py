@@ -1,0 +1,12 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._random_util import generator, random_dtype
+from onnxplug.providers.numpy.registry import op
+
+
+@op("RandomNormal")
+class RandomNormal(NumpyKernel):
+    def compute(self):
+        draws = generator(self).normal(self.attr("mean", 0.0), self.attr("scale", 1.0), tuple(self.attr("shape")))
+        return np.asarray(draws.astype(random_dtype(self)))

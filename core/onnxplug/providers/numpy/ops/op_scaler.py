@@ -1,0 +1,15 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._ml_util import ML, float_rows
+from onnxplug.providers.numpy.registry import op
+
+
+@op("Scaler", domain=ML)
+class Scaler(NumpyKernel):
+    """(x - offset) * scale per feature (or one value for all), in float32."""
+
+    def compute(self, x):
+        offset = np.asarray(self.attr("offset") or [0.0], dtype=np.float32)
+        scale = np.asarray(self.attr("scale") or [1.0], dtype=np.float32)
+        return ((float_rows(x) - offset) * scale).reshape(x.shape)

@@ -1,0 +1,19 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._nn_util import FloatUnaryKernel
+from onnxplug.providers.numpy.registry import op
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) in place on one buffer; exp overflow gives the right limit 0."""
+    with np.errstate(over="ignore"):
+        y = np.negative(x)
+        np.exp(y, out=y)
+        y += 1
+        return np.reciprocal(y, out=y)
+
+
+@op("Sigmoid")
+class Sigmoid(FloatUnaryKernel):
+    def op(self, x):
+        return sigmoid(x)

@@ -1,0 +1,10 @@
+import numpy as np
+
+from onnxplug.providers.numpy.ops._elementwise_util import QuietUnaryKernel
+from onnxplug.providers.numpy.registry import op
+
+
+@op("Tan")
+class Tan(QuietUnaryKernel):
+    def op(self, x):
+        return np.tan(x)

@@ -1,0 +1,15 @@
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._ml_util import ML, as_rows
+from onnxplug.providers.numpy.registry import op
+
+
+@op("ZipMap", domain=ML)
+class ZipMap(NumpyKernel):
+    """[N, C] scores -> a sequence of N maps {class label: score}."""
+
+    def compute(self, x):
+        labels = list(self.attr("classlabels_strings") or self.attr("classlabels_int64s") or [])
+        rows = as_rows(x)
+        if rows.shape[1] != len(labels):
+            raise ValueError(f"ZipMap: {rows.shape[1]} columns for {len(labels)} class labels")
+        return [dict(zip(labels, row)) for row in rows.tolist()]
