@@ -25,6 +25,8 @@ class KernelContext:
     intra_op_num_threads: int = 0
     #: Plans a subgraph (If branch, Loop or Scan body) with the session's providers.
     compile_subgraph: Callable[[Graph], SubgraphRunner] | None = None
+    #: Initializers that feeds cannot override, by name, so a kernel can prepack its weights.
+    constants: Mapping[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -110,9 +110,11 @@ class InferenceSession:
         groups = partition(graph, self._providers, fallback_disabled=self._options.fallback_disabled,
                            source=self._model.source)
         threads = int(self._options.intra_op_num_threads)
+        fed = {vi.name for vi in graph.inputs}
+        constants = {name: value for name, value in graph.initializers.items() if name not in fed}
 
         def make_kernel(group: Group) -> Kernel:
-            context = KernelContext(group.provider, threads, self._compile_subgraph)
+            context = KernelContext(group.provider, threads, self._compile_subgraph, constants)
             if group.fused:
                 return group.provider.compile(fused_subgraph(group, graph), context)
             return group.provider.create_kernel(group.nodes[0], context)
