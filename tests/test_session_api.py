@@ -146,3 +146,26 @@ def test_output_of_unknown_rank_is_accepted_and_inferred():
     sess = ort.InferenceSession(model, providers=["numpy"])
     assert sess.get_outputs()[0].shape == ["N", 3]  # filled in by shape inference
     np.testing.assert_array_equal(sess.run(None, {"x": -np.ones((2, 3), np.float32)})[0], np.zeros((2, 3)))
+
+
+def test_outputs_never_alias_feeds_or_weights():
+    w = onnx.numpy_helper.from_array(np.arange(4, dtype=np.float32), "w")
+    model = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="view_of_input"),
+                        helper.make_node("Identity", ["w"], ["z"], name="weight_out"),
+                        helper.make_node("Flatten", ["w2"], ["v"], name="view_of_weight")],
+                       [("x", TensorProto.FLOAT, [4]), ("shape", TensorProto.INT64, [2])],
+                       [("y", TensorProto.FLOAT, [2, 2]), ("z", TensorProto.FLOAT, [4]),
+                        ("v", TensorProto.FLOAT, [4, 1])],
+                       [w, onnx.numpy_helper.from_array(np.arange(4, dtype=np.float32), "w2")])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model, so, providers=["numpy"])
+    x = np.zeros(4, np.float32)
+    y, z, v = sess.run(None, {"x": x, "shape": np.array([2, 2], np.int64)})
+    y[...] = 7
+    z[...] = 7
+    v[...] = 7
+    assert not x.any()
+    y2, z2, v2 = sess.run(None, {"x": x, "shape": np.array([2, 2], np.int64)})
+    np.testing.assert_array_equal(z2, np.arange(4))
+    np.testing.assert_array_equal(v2, np.arange(4).reshape(4, 1))

@@ -148,7 +148,7 @@ class InferenceSession:
         result = run_plan(self._plan, feeds, None, stats)
         if stats is not None:
             self._record_profile(stats)
-        return [result[n] for n in wanted]
+        return [_own_memory(result[n]) for n in wanted]
 
     def _check_feeds(self, input_feed: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(input_feed, Mapping):
@@ -269,6 +269,15 @@ def create_providers(providers: Sequence[ProviderSpec] | None,
             continue
         created.append(cls(opts, intra_op_num_threads=threads))
     return created
+
+
+def _own_memory(value: Any) -> Any:
+    """A result that shares no memory with a feed or a weight (Reshape and friends return views)."""
+    if isinstance(value, np.ndarray) and value.base is not None:
+        return value.copy()
+    if isinstance(value, list):
+        return [_own_memory(v) for v in value]
+    return value
 
 
 def _describe_type(t: ValueType | None) -> str:
