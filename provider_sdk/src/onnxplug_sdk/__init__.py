@@ -1,0 +1,61 @@
+"""onnxplug_sdk: everything an onnxplug execution provider imports.
+
+Provider packages import only from here (plus numpy, onnx and their device library), never from
+``onnxplug.*``: the names below are the stable surface, whatever the core reorganises inside.
+
+    from onnxplug_sdk import KernelRegistryProvider, Kernel, hookimpl
+
+    class MyProvider(KernelRegistryProvider):
+        name = "mine"
+        ops_package = "onnxplug_mine.ops"
+"""
+
+from __future__ import annotations
+
+from onnxplug_sdk._compat import SUPPORTED_CORE_API, IncompatibleCoreError, check_core_api
+
+check_core_api()
+
+from onnxplug import errors  # noqa: E402  (after the version check, on purpose)
+from onnxplug.device import CPU, Allocator, DataTransfer, Device  # noqa: E402
+from onnxplug.hookspecs import hookimpl  # noqa: E402
+from onnxplug.ir import Graph, Node, ValueType, elem_type_of, numpy_dtype  # noqa: E402
+from onnxplug.kernel import Kernel, KernelContext, KernelRegistry  # noqa: E402
+from onnxplug.provider import (  # noqa: E402
+    CORE_API_VERSION,
+    Availability,
+    Capability,
+    ExecutionProvider,
+    FusedSubgraph,
+    GraphView,
+)
+
+from onnxplug_sdk import helpers  # noqa: E402
+from onnxplug_sdk.compiling import FUSABLE_ELEMENTWISE, CompilingProvider  # noqa: E402
+from onnxplug_sdk.device_memory import DeviceArray, DeviceMemory, DeviceMemoryError, NullDevice  # noqa: E402
+from onnxplug_sdk.helpers import (  # noqa: E402
+    ShapeError,
+    attribute_defaults,
+    broadcast_shapes,
+    conv_output_shape,
+    infer_output_types,
+    onnx_type_name,
+    pool_output_shape,
+    resolve_pads,
+)
+from onnxplug_sdk.registry_provider import KernelRegistryProvider, registry_for  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # re-exported from the core
+    "CORE_API_VERSION", "CPU", "Allocator", "Availability", "Capability", "DataTransfer", "Device",
+    "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "Kernel", "KernelContext", "KernelRegistry",
+    "Node", "ValueType", "elem_type_of", "errors", "hookimpl", "numpy_dtype",
+    # the SDK's own
+    "FUSABLE_ELEMENTWISE", "SUPPORTED_CORE_API", "CompilingProvider", "DeviceArray", "DeviceMemory",
+    "DeviceMemoryError", "IncompatibleCoreError", "KernelRegistryProvider", "NullDevice", "ShapeError",
+    "__version__",
+    "attribute_defaults", "broadcast_shapes", "check_core_api", "conv_output_shape", "helpers",
+    "infer_output_types", "onnx_type_name", "pool_output_shape", "registry_for", "resolve_pads",
+]
