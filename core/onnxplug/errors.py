@@ -110,5 +110,9 @@ class InvalidOutputError(OnnxplugError, ValueError):
     """A requested output name is not an output of the model."""
 
 
+class BindingError(OnnxplugError, ValueError):
+    """An IOBinding names a device no provider of the session runs on, or a value it cannot take."""
+
+
 class KernelError(OnnxplugError, RuntimeError):
     """A kernel failed while computing a node; the message names the node and provider."""

@@ -8,7 +8,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from onnxplug.options import RunOptions, SessionOptions
 from onnxplug.partitioner import Group, fused_subgraph, partition
 from onnxplug.plugins import DEFAULT_PROVIDER, get_catalog
 from onnxplug.provider import ExecutionProvider
+
+if TYPE_CHECKING:
+    from onnxplug.io_binding import IOBinding
 
 ProviderSpec = Union[str, tuple[str, Mapping[str, Any]]]
 
@@ -170,6 +173,18 @@ class InferenceSession:
                                         f"(expected {_describe_type(declared)})")
             feeds[name] = _check_value(src, name, input_feed[name], declared)
         return feeds
+
+    def io_binding(self) -> IOBinding:
+        """An IOBinding to feed device values and keep outputs on their device."""
+        from onnxplug.io_binding import IOBinding
+
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding: IOBinding, run_options: RunOptions | None = None) -> None:
+        """Run with the inputs and output devices of ``iobinding``; read results from it."""
+        from onnxplug.io_binding import run_with_iobinding
+
+        run_with_iobinding(self, iobinding, run_options)
 
     def get_inputs(self) -> list[NodeArg]:
         """The model's inputs, without initializers that feeds may override."""

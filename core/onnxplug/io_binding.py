@@ -1,0 +1,313 @@
+"""IOBinding: run a session on inputs that already live on a provider's device, and leave outputs there.
+
+onnxruntime's API (``session.io_binding()``, ``session.run_with_iobinding(binding)``)::
+
+    binding = IOBinding(session)                       # session.io_binding() once wired in
+    binding.bind_input("x", x_gpu)                     # a CuPy array, or anything with DLPack /
+                                                       # __cuda_array_interface__ on the device
+    binding.bind_input("x", x_cl, "opencl", 0)         # a value of a named device, fed as is
+    binding.bind_input("x", "cuda", 0, np.float32, shape, ptr)   # or a raw device pointer
+    binding.bind_output("y", "cuda")                   # leave y on the device
+    binding.run()                                      # session.run_with_iobinding(binding)
+    y_gpu = binding.get_outputs()[0]
+
+No provider interface changes: a provider's ``DataTransfer`` may offer these optional methods,
+found with ``getattr``; a device whose transfer has none of them can still bind host arrays.
+
+* ``adopt(value) -> device value | None``: ``value`` as this device's own value, without a copy,
+  or None when it does not live on this device (it must also order the producer's pending work
+  before the provider's own).
+* ``from_pointer(pointer, shape, dtype) -> device value``: wrap raw device memory.
+* ``copy_into(target, value)``: copy a device value into a bound output buffer on the device.
+* ``synchronize()``: wait for the calling thread's work on the device.
+
+A run reuses the session's plan: the copy of a device-bound input to its device is dropped (the
+bound value is fed in its place), and the final copy of a device-bound output to the host is
+dropped (the device value is returned). Nothing else of the plan changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from onnxplug.device import CPU, Device
+from onnxplug.errors import BindingError, InvalidInputError, InvalidOutputError, UnknownInputError
+from onnxplug.executor import Plan, RunStats, run_plan
+from onnxplug.provider import ExecutionProvider
+
+if TYPE_CHECKING:
+    from onnxplug.options import RunOptions
+    from onnxplug.session import InferenceSession
+
+
+@dataclass
+class _Output:
+    device: Device
+    target: Any = None  # a pre-allocated device buffer to copy the result into
+
+
+def _device(device_type: str, device_id: int) -> Device:
+    kind = str(device_type).lower()
+    return CPU if kind == "cpu" else Device(kind, int(device_id))
+
+
+class IOBinding:
+    """Inputs and outputs of one session bound to host or device memory (onnxruntime's IOBinding)."""
+
+    def __init__(self, session: InferenceSession) -> None:
+        self._session = session
+        self._inputs: dict[str, tuple[Device, Any]] = {}
+        self._outputs: dict[str, _Output] = {}
+        self._results: list[Any] | None = None
+
+    # --- binding -----------------------------------------------------------------------------------
+
+    def _provider_for(self, device: Device, what: str) -> ExecutionProvider:
+        for provider in self._session._providers:
+            if provider.device == device:
+                return provider
+        devices = ", ".join(sorted({str(p.device) for p in self._session._providers}))
+        raise BindingError(f"{what}: no provider of this session runs on {device} (devices: {devices})")
+
+    def _check_input_name(self, name: str) -> None:
+        if name not in self._session._input_types:
+            raise UnknownInputError(f"{name!r} is not an input of the model "
+                                    f"(inputs: {', '.join(self._session._input_types)})")
+
+    def bind_cpu_input(self, name: str, array: Any) -> None:
+        """Bind a host array (copied to a device by the run, where a provider needs it there)."""
+        self._check_input_name(name)
+        self._inputs[name] = (CPU, np.asarray(array))
+
+    def bind_input(self, name: str, value: Any, device_type: Any = None, device_id: int = 0,
+                   element_type: Any = None, shape: Sequence[int] | None = None,
+                   buffer_ptr: int | None = None) -> None:
+        """Bind input ``name`` to a value, in any of these spellings:
+
+        * ``bind_input(name, array)``: a numpy array (host), or a device value found by asking each
+          provider's transfer to ``adopt`` it (DLPack, ``__cuda_array_interface__``, its own type);
+        * ``bind_input(name, value, device_type, device_id)``: a value of that device, fed as is;
+        * ``bind_input(name, device_type, device_id, element_type, shape, buffer_ptr)``: raw device
+          memory, as onnxruntime spells it (the provider's transfer must offer ``from_pointer``).
+        """
+        self._check_input_name(name)
+        if isinstance(value, str):  # onnxruntime's raw-pointer form, shifted by one argument
+            raw_device = _device(value, int(device_type or 0))
+            element_type, shape, buffer_ptr = device_id, element_type, shape  # type: ignore[assignment]
+            if raw_device == CPU:
+                raise BindingError(f"input {name!r}: bind host arrays with bind_cpu_input or bind_input(name, array)")
+            if buffer_ptr is None or shape is None or element_type is None:
+                raise BindingError(f"input {name!r}: a device binding needs element_type, shape and buffer_ptr")
+            provider = self._provider_for(raw_device, f"input {name!r}")
+            wrap = getattr(provider.data_transfer, "from_pointer", None)
+            if wrap is None:
+                raise BindingError(f"input {name!r}: provider {provider.name!r} cannot wrap raw device pointers")
+            self._inputs[name] = (raw_device, wrap(int(buffer_ptr), tuple(int(d) for d in shape),  # type: ignore[arg-type]
+                                                  np.dtype(element_type)))
+            return
+        if device_type is not None:
+            device = _device(device_type, device_id)
+            if device == CPU:
+                self._inputs[name] = (CPU, np.asarray(value))
+                return
+            provider = self._provider_for(device, f"input {name!r}")
+            adopt = getattr(provider.data_transfer, "adopt", None)
+            native = adopt(value) if adopt is not None else value
+            if native is None:
+                raise BindingError(f"input {name!r}: a {type(value).__name__} is not a value of {device}")
+            self._inputs[name] = (device, native)
+            return
+        if isinstance(value, np.ndarray):
+            self._inputs[name] = (CPU, value)
+            return
+        for provider in self._session._providers:
+            adopt = getattr(provider.data_transfer, "adopt", None)
+            native = adopt(value) if adopt is not None and provider.device != CPU else None
+            if native is not None:
+                self._inputs[name] = (provider.device, native)
+                return
+        raise BindingError(f"input {name!r}: a {type(value).__name__} lives on no device of this session's "
+                           "providers; pass a numpy array, or the device with bind_input(name, value, type, id)")
+
+    def bind_output(self, name: str, device_type: str = "cpu", device_id: int = 0, element_type: Any = None,
+                    shape: Sequence[int] | None = None, buffer_ptr: int | None = None) -> None:
+        """Leave output ``name`` on a device (or the host); with ``buffer_ptr``, the result is copied
+        into that device memory (``element_type`` and ``shape`` describe it)."""
+        outputs = [vi.name for vi in self._session._model.graph.outputs]
+        if name not in outputs:
+            raise InvalidOutputError(f"{name!r} is not an output of the model (outputs: {', '.join(outputs)})")
+        device = _device(device_type, device_id)
+        target = None
+        if buffer_ptr is not None:
+            if device == CPU or shape is None or element_type is None:
+                raise BindingError(f"output {name!r}: a buffer binding needs a device, element_type and shape")
+            provider = self._provider_for(device, f"output {name!r}")
+            wrap = getattr(provider.data_transfer, "from_pointer", None)
+            if wrap is None or getattr(provider.data_transfer, "copy_into", None) is None:
+                raise BindingError(f"output {name!r}: provider {provider.name!r} cannot write into raw device memory")
+            target = wrap(int(buffer_ptr), tuple(int(d) for d in shape), np.dtype(element_type))
+        elif device != CPU:
+            self._provider_for(device, f"output {name!r}")
+        self._outputs[name] = _Output(device, target)
+
+    def clear_binding_inputs(self) -> None:
+        """Forget every input binding."""
+        self._inputs.clear()
+
+    def clear_binding_outputs(self) -> None:
+        """Forget every output binding (unbound outputs come back on the host)."""
+        self._outputs.clear()
+
+    def synchronize_inputs(self) -> None:
+        """Wait for pending work on the devices of bound inputs."""
+        self._synchronize({d for d, _ in self._inputs.values()})
+
+    def synchronize_outputs(self) -> None:
+        """Wait for pending work on the devices of bound outputs (``run`` already does)."""
+        self._synchronize({o.device for o in self._outputs.values()})
+
+    def _synchronize(self, devices: set[Device]) -> None:
+        for device in devices - {CPU}:
+            sync = getattr(self._provider_for(device, "synchronize").data_transfer, "synchronize", None)
+            if sync is not None:
+                sync()
+
+    # --- running -----------------------------------------------------------------------------------
+
+    def run(self, run_options: RunOptions | None = None) -> None:
+        """Run the session on the bound inputs; results are kept for :meth:`get_outputs`."""
+        session = self._session
+        feeds, located = self._feeds()
+        plan = self._plan(set(located))
+        stats = RunStats() if session._options.enable_profiling else None
+        result = run_plan(plan, {**feeds, **located}, None, stats)
+        if stats is not None:
+            session._record_profile(stats)
+        names = [vi.name for vi in session._model.graph.outputs]
+        values = []
+        for name in names:
+            value = result[name]
+            binding = self._outputs.get(name)
+            if binding is not None and binding.device != CPU and plan.outputs[name] == name:
+                # produced on the host (a CPU node): the only copy a device binding needs
+                value = self._provider_for(binding.device, name).data_transfer.to_device(np.asarray(value))
+            if binding is not None and binding.target is not None:
+                self._provider_for(binding.device, name).data_transfer.copy_into(binding.target, value)  # type: ignore[attr-defined]
+                value = binding.target
+            values.append(value)
+        self.synchronize_outputs()
+        self._results = values
+
+    def _feeds(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(host feeds by input name, device feeds by located name ``name@device``)."""
+        from onnxplug.session import _check_value
+
+        session = self._session
+        host: dict[str, Any] = {}
+        located: dict[str, Any] = {}
+        for name, declared in session._input_types.items():
+            if name not in self._inputs:
+                if name in session._defaults:
+                    host[name] = session._defaults[name]
+                    continue
+                raise InvalidInputError(f"model {session._model.source}: input {name!r} is not bound")
+            device, value = self._inputs[name]
+            if device == CPU:
+                host[name] = _check_value(session._model.source, name, value, declared)
+            else:
+                _check_device_value(session._model.source, name, value, declared)
+                located[f"{name}@{device}"] = value
+        return host, located
+
+    def _plan(self, located: set[str]) -> Plan:
+        """The session's plan without the copies that bindings make unnecessary."""
+        base: Plan = self._session._plan
+        steps = []
+        for step in base.steps:
+            if step.kind == "copy" and step.outputs[0] in located:
+                continue  # the bound input is already on that device
+            steps.append(step)
+        outputs = dict(base.outputs)
+        read = {n for s in steps for n in [*s.inputs, *s.scope_values]}
+        for name, binding in self._outputs.items():
+            if binding.device == CPU:
+                continue
+            planned = f"{name}@{binding.device}"
+            copy = next((s for s in steps if s.kind == "copy" and s.inputs == [planned] and s.outputs == [name]),
+                        None)
+            if copy is not None and name not in read:
+                steps.remove(copy)
+                outputs[name] = planned
+        keep = set(outputs.values())
+        steps = [replace(s, release=[n for n in s.release if n not in keep]) for s in steps]
+        # device inputs the plan still reads on the host (a CPU node) get a copy back
+        for name in [n for n in located]:
+            original = name.split("@", 1)[0]
+            if original in read:
+                device = Device(*_split_device(name))
+                provider = self._provider_for(device, original)
+                steps.insert(0, _host_copy(provider, name, original))
+        return replace(base, steps=steps, outputs=outputs)
+
+    def get_outputs(self) -> list[Any]:
+        """The outputs of the last run: device values for device-bound outputs, numpy arrays otherwise."""
+        if self._results is None:
+            raise InvalidOutputError("IOBinding.get_outputs: run the binding first")
+        return list(self._results)
+
+    def copy_outputs_to_cpu(self) -> list[np.ndarray]:
+        """The outputs of the last run as host arrays."""
+        host = []
+        for vi, value in zip(self._session._model.graph.outputs, self.get_outputs()):
+            binding = self._outputs.get(vi.name)
+            if binding is None or binding.device == CPU or isinstance(value, np.ndarray):
+                host.append(value)
+            else:
+                host.append(self._provider_for(binding.device, vi.name).data_transfer.to_host(value))
+        return host
+
+
+def _split_device(located: str) -> tuple[str, int]:
+    text = located.split("@", 1)[1]
+    kind, _, index = text.partition(":")
+    return kind, int(index or 0)
+
+
+def _host_copy(provider: ExecutionProvider, located: str, original: str) -> Any:
+    from onnxplug.executor import Step
+
+    return Step(f"copy {original} {provider.device}->cpu (bound input)", "copy", provider, [located], [original],
+                to_device=CPU)
+
+
+def _check_device_value(src: str, name: str, value: Any, declared: Any) -> None:
+    """Element type and fixed dimensions of a device value against the declared input type."""
+    if declared is None or declared.kind != "tensor":
+        return
+    from onnxplug.ir import elem_type_of
+
+    if not (hasattr(value, "dtype") and hasattr(value, "shape")):
+        return  # an opaque device value: its provider's kernels are the judge
+    try:
+        elem = elem_type_of(np.dtype(value.dtype))
+        shape = tuple(int(d) for d in value.shape)
+    except (KeyError, TypeError, ValueError):
+        raise InvalidInputError(f"model {src}: bound input {name!r} has no readable dtype and shape") from None
+    if declared.elem_type and elem != declared.elem_type:
+        raise InvalidInputError(f"model {src}: bound input {name!r} is {np.dtype(value.dtype)}, "
+                                f"the model expects {declared.ort_string()}")
+    if declared.shape is not None:
+        if len(shape) != len(declared.shape) or any(isinstance(w, int) and w != h
+                                                    for w, h in zip(declared.shape, shape)):
+            raise InvalidInputError(f"model {src}: bound input {name!r} has shape {list(shape)}, the model "
+                                    f"expects {[d if d is not None else '?' for d in declared.shape]}")
+
+
+def run_with_iobinding(session: InferenceSession, binding: IOBinding, run_options: RunOptions | None = None) -> None:
+    """onnxruntime's ``session.run_with_iobinding(binding)``."""
+    if binding._session is not session:
+        raise BindingError("this IOBinding belongs to another session")
+    binding.run(run_options)

@@ -1,0 +1,1 @@
+"""The provider's single-node kernels; each ``op_*.py`` module registers its kernels on import."""
