@@ -1,6 +1,7 @@
 """The graph optimizer: passes grouped by onnxruntime's optimization levels, run by a pass manager."""
 
-from onnxplug.optimizer.manager import PassManager, optimize_model
-from onnxplug.optimizer.pass_base import GraphPass, PassResult
+from onnxplug.optimizer.manager import PassManager, PassReport, optimize_model, registered_passes
+from onnxplug.optimizer.pass_base import GraphPass, GraphRewritePass, PassError, PassResult, RewriteContext
 
-__all__ = ["GraphPass", "PassManager", "PassResult", "optimize_model"]
+__all__ = ["GraphPass", "GraphRewritePass", "PassError", "PassManager", "PassReport", "PassResult",
+           "RewriteContext", "optimize_model", "registered_passes"]

@@ -6,6 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
+from onnxplug.ir import Node
+
 #: Activation names the fused kernels accept.
 ACTIVATIONS = frozenset({"", "Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid"})
 
@@ -43,6 +45,6 @@ def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.nd
     raise ValueError(f"unknown fused activation {name!r}")
 
 
-def activation_supported(node) -> bool:
+def activation_supported(node: Node) -> bool:
     """Whether a fused node names an activation these kernels implement."""
     return node.attr("activation", "") in ACTIVATIONS

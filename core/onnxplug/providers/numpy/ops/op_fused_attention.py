@@ -1,9 +1,13 @@
 """com.onnxplug MultiHeadAttention (docs/fused-ops.md): softmax(Q K^T * scale + bias) V per head."""
 
+from __future__ import annotations
+
 import math
 
 import numpy as np
 
+from onnxplug.ir import Node
+from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
 
@@ -13,7 +17,8 @@ class MultiHeadAttention(NumpyKernel):
     """query [B, S, H*Dh], key/value [B, L, H*Dh(v)], optional additive bias broadcasting to
     [B, H, S, L]; output [B, S, H*Dh(v)]."""
 
-    def compute(self, query, key, value, bias=None):
+    def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
+                bias: np.ndarray | None = None) -> np.ndarray:
         heads = int(self.attr("num_heads"))
         batch, seq, width = query.shape
         length = key.shape[1]
@@ -35,5 +40,5 @@ class MultiHeadAttention(NumpyKernel):
             query.dtype, copy=False)
 
     @classmethod
-    def supports(cls, node, view) -> bool:
+    def supports(cls, node: Node, view: GraphView) -> bool:
         return node.attr("num_heads") is not None and int(node.attr("num_heads")) > 0

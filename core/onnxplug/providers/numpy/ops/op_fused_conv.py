@@ -1,7 +1,11 @@
 """com.onnxplug FusedConv: Conv (+ residual) followed by an activation (docs/fused-ops.md)."""
 
+from __future__ import annotations
+
 import numpy as np
 
+from onnxplug.ir import Node
+from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._conv_util import conv_nd, conv_pads, spatial_attrs
 from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation
@@ -13,7 +17,8 @@ class FusedConv(NumpyKernel):
     """Conv (same attributes as ai.onnx Conv), plus the optional residual Z, then ``activation``
     with ``activation_params``, in place."""
 
-    def compute(self, x, w, b=None, z=None):
+    def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
+                z: np.ndarray | None = None) -> np.ndarray:
         kernel = list(self.attr("kernel_shape", None) or w.shape[2:])
         strides, dilations = spatial_attrs(self.attr, kernel)
         begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
@@ -25,5 +30,5 @@ class FusedConv(NumpyKernel):
         return y
 
     @classmethod
-    def supports(cls, node, view) -> bool:
+    def supports(cls, node: Node, view: GraphView) -> bool:
         return activation_supported(node)

@@ -1,9 +1,13 @@
 """com.onnxplug Gelu and BiasGelu (docs/fused-ops.md): erf or tanh GELU, optionally after adding a bias."""
 
+from __future__ import annotations
+
 import math
 
 import numpy as np
 
+from onnxplug.ir import Node
+from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._special_math import erf
 from onnxplug.providers.numpy.registry import op
@@ -32,7 +36,7 @@ def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
 
 class _GeluBase(NumpyKernel):
     @classmethod
-    def supports(cls, node, view) -> bool:
+    def supports(cls, node: Node, view: GraphView) -> bool:
         return node.attr("approximate", "none") in _APPROXIMATIONS
 
 
@@ -40,7 +44,7 @@ class _GeluBase(NumpyKernel):
 class Gelu(_GeluBase):
     """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation with ``approximate="tanh"``."""
 
-    def compute(self, x):
+    def compute(self, x: np.ndarray) -> np.ndarray:
         return gelu(x, self.attr("approximate", "none"))
 
 
@@ -48,5 +52,5 @@ class Gelu(_GeluBase):
 class BiasGelu(_GeluBase):
     """Gelu(x + bias), bias a vector over the last axis."""
 
-    def compute(self, x, bias):
+    def compute(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
         return gelu(x + bias, self.attr("approximate", "none"))

@@ -1,13 +1,16 @@
 """com.onnxplug LayerNormalization (for models below opset 17) and SkipLayerNormalization
 (docs/fused-ops.md)."""
 
+from __future__ import annotations
+
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
 
 
-def layer_norm(x: np.ndarray, scale: np.ndarray, bias, axis: int, epsilon: float) -> np.ndarray:
+def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int,
+               epsilon: float) -> np.ndarray:
     """Normalize over axes [axis, rank) in float32 or wider, then scale and shift; keeps x's dtype."""
     work = x.astype(np.float32) if x.dtype.itemsize < 4 else x
     axes = tuple(range(axis % x.ndim, x.ndim))
@@ -26,7 +29,7 @@ def layer_norm(x: np.ndarray, scale: np.ndarray, bias, axis: int, epsilon: float
 class LayerNormalization(NumpyKernel):
     """ai.onnx LayerNormalization-17's schema (axis, epsilon), output Y only."""
 
-    def compute(self, x, scale, bias=None):
+    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
         return layer_norm(x, scale, bias, int(self.attr("axis", -1)), float(self.attr("epsilon", 1e-5)))
 
 
@@ -34,7 +37,8 @@ class LayerNormalization(NumpyKernel):
 class SkipLayerNormalization(NumpyKernel):
     """LayerNorm over the last axis of x + skip (+ bias); the optional second output is that sum."""
 
-    def compute(self, x, skip, gamma, beta=None, bias=None):
+    def compute(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None,
+                bias: np.ndarray | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         total = x + skip
         if bias is not None:
             total += bias

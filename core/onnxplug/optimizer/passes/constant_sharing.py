@@ -1,0 +1,52 @@
+"""Constant sharing: initializers with equal type, shape and bytes become one."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from onnxplug.optimizer.pass_base import GraphRewritePass, RewriteContext
+from onnxplug.optimizer.rewrite import GraphIndex
+from onnxplug.options import GraphOptimizationLevel
+
+
+class ConstantSharing(GraphRewritePass):
+    """Point readers of duplicate initializers at one copy (lets CSE merge more nodes)."""
+
+    level = GraphOptimizationLevel.ORT_ENABLE_BASIC
+    changes = "duplicate initializers shared"
+    order = 20
+
+    def __init__(self) -> None:
+        self._digests: dict[int, tuple[np.ndarray, str]] = {}  # id(array) -> (array, digest)
+
+    def _digest(self, value: np.ndarray) -> str:
+        cached = self._digests.get(id(value))
+        if cached is None or cached[0] is not value:
+            cached = (value, hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest())
+            self._digests[id(value)] = cached
+        return cached[1]
+
+    def rewrite(self, index: GraphIndex, context: RewriteContext) -> dict[str, int]:
+        graph = index.graph
+        groups: dict[tuple, list[str]] = {}
+        for name, value in graph.initializers.items():
+            if name in index.graph_inputs or index.is_graph_output(name) or value.dtype == object:
+                continue
+            groups.setdefault((value.dtype.str, value.shape), []).append(name)
+        shared = 0
+        for names in groups.values():
+            if len(names) < 2:  # hash only constants that have a same-shaped twin
+                continue
+            first: dict[str, str] = {}
+            for name in names:
+                keep = first.setdefault(self._digest(graph.initializers[name]), name)
+                if keep != name:
+                    index.replace_uses(name, keep)
+                    del graph.initializers[name]
+                    shared += 1
+        return {"shared": shared}
+
+
+PASSES = [ConstantSharing]
