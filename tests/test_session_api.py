@@ -169,3 +169,16 @@ def test_outputs_never_alias_feeds_or_weights():
     y2, z2, v2 = sess.run(None, {"x": x, "shape": np.array([2, 2], np.int64)})
     np.testing.assert_array_equal(z2, np.arange(4))
     np.testing.assert_array_equal(v2, np.arange(4).reshape(4, 1))
+
+
+def test_set_providers_starts_from_the_loaded_model():
+    from onnxplug.testing.model_suite import build, sample_inputs
+
+    model = build("transformer_encoder")
+    feeds = sample_inputs("transformer_encoder")
+    sess = ort.InferenceSession(model, providers=["numpy"])
+    first = sess.run(None, feeds)
+    ops = [a.op_type for a in sess.get_node_assignments()]
+    sess.set_providers(["numpy"])
+    assert [a.op_type for a in sess.get_node_assignments()] == ops
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], first[0])

@@ -80,6 +80,7 @@ class InferenceSession:
                  provider_options: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> None:
         if kwargs:
             raise UnsupportedOptionError(f"InferenceSession does not support argument(s) {', '.join(kwargs)}")
+        self._source = path_or_bytes
         self._model: Model = load_model(path_or_bytes)
         self._options = sess_options if sess_options is not None else SessionOptions()
         self._profile_lock = threading.Lock()
@@ -214,7 +215,9 @@ class InferenceSession:
 
     def set_providers(self, providers: Sequence[ProviderSpec] | None = None,
                       provider_options: Sequence[Mapping[str, Any]] | None = None) -> None:
-        """Re-plan the session for other providers."""
+        """Re-plan the session for other providers, from the model as loaded (optimizations
+        depend on the providers, so they are not stacked on the previous ones)."""
+        self._model = load_model(self._source)
         self._build(providers, provider_options)
 
     def get_session_options(self) -> SessionOptions:
