@@ -1,0 +1,1 @@
+"""Host-side launchers of the OpenCL kernels: GEMM, convolution, elementwise, reductions, copies."""

@@ -1,0 +1,1 @@
+"""Groups of nodes compiled into one kernel at session creation."""

@@ -1,0 +1,47 @@
+"""Conv (1-D and 2-D, any group, dilation, stride and padding) on im2col + GEMM or the depthwise kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxplug_sdk import GraphView, KernelContext, Node
+
+from onnxplug_opencl.engine.conv import conv2d, geometry, pack_weights
+from onnxplug_opencl.engine.gemm import Epilogue
+from onnxplug_opencl.ops._base import ClKernel
+from onnxplug_opencl.provider import OpenCLProvider
+from onnxplug_opencl.runtime.devices import DeviceEntry
+
+_CONV_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+
+
+def conv_supported(node: Node, view: GraphView) -> bool:
+    """Float 1-D/2-D convolutions whose weight rank is known."""
+    if any(view.dtype_of(n) not in _CONV_TYPES for n in [*node.inputs, *node.outputs] if n):
+        return False
+    w = view.type_of(node.inputs[1])
+    rank = len(w.shape) if w is not None and w.shape is not None else None
+    kernel = node.attr("kernel_shape")
+    if rank is None and kernel is not None:
+        rank = len(kernel) + 2
+    return rank in (3, 4)
+
+
+@OpenCLProvider.kernel("Conv")
+class Conv(ClKernel):
+    """One convolution, bias in the GEMM epilogue."""
+
+    @classmethod
+    def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
+        return conv_supported(node, view)
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        weights = self.constant(1)
+        self.packed = pack_weights(self.rt, weights, int(self.attr("group", 1))) if weights is not None else None
+
+    def compute(self, x: Any, w: Any, b: Any = None) -> Any:
+        geo = geometry(self.node, tuple(x.shape), tuple(w.shape))
+        return conv2d(self.rt, x, w, geo, Epilogue(bias=b), packed=self.packed)

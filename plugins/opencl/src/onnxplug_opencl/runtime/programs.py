@@ -1,0 +1,89 @@
+"""OpenCL C sources shipped in ``onnxplug_opencl/kernels`` and a per-context cache of built programs.
+
+Sources are ``.cl`` files; generated kernels fill ``${...}`` fields of a ``.cl`` template
+(``string.Template``) so that the OpenCL code stays in the kernel files, not in Python strings.
+Programs are cached per context by the hash of their final source and build options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+import threading
+import warnings
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Sequence
+
+from onnxplug_opencl.errors import OpenCLBuildError
+
+
+@lru_cache(maxsize=None)
+def kernel_source(filename: str) -> str:
+    """The text of ``kernels/<filename>`` from the installed package."""
+    return (resources.files("onnxplug_opencl") / "kernels" / filename).read_text(encoding="utf-8")
+
+
+def render(filename: str, **fields: Any) -> str:
+    """A ``.cl`` template with its ``${name}`` fields filled; a missing field raises KeyError."""
+    return string.Template(kernel_source(filename)).substitute({k: str(v) for k, v in fields.items()})
+
+
+class ProgramCache:
+    """Built programs and their kernels for one context, keyed by source hash and options."""
+
+    def __init__(self, context: Any, device: Any) -> None:
+        self.context = context
+        self.device = device
+        self._programs: dict[str, Any] = {}
+        self._kernels: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+        self.builds = 0  # how many programs were compiled (not found in the cache)
+
+    @staticmethod
+    def key(source: str, options: Sequence[str]) -> str:
+        """The cache key of a source built with ``options``."""
+        return hashlib.sha256((source + "\0" + " ".join(options)).encode()).hexdigest()
+
+    def program(self, name: str, source: str, options: Sequence[str] = ()) -> Any:
+        """The built program; a build failure raises :class:`OpenCLBuildError` with the build log."""
+        key = self.key(source, options)
+        with self._lock:
+            found = self._programs.get(key)
+            if found is not None:
+                return found
+            program = self._build(name, source, list(options))
+            self._programs[key] = program
+            self.builds += 1
+            return program
+
+    def kernel(self, name: str, source: str, kernel_name: str, options: Sequence[str] = ()) -> Any:
+        """One kernel of the program (the same ``cl.Kernel`` object on every call)."""
+        import pyopencl as cl
+
+        key = self.key(source, options)
+        found = self._kernels.get((key, kernel_name))
+        if found is not None:
+            return found
+        program = self.program(name, source, options)
+        with self._lock:
+            found = self._kernels.get((key, kernel_name))
+            if found is None:
+                found = cl.Kernel(program, kernel_name)
+                self._kernels[(key, kernel_name)] = found
+            return found
+
+    def _build(self, name: str, source: str, options: list[str]) -> Any:
+        import pyopencl as cl
+
+        program = cl.Program(self.context, source)
+        try:
+            with warnings.catch_warnings():  # compiler chatter on success is not the user's concern
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                return program.build(options=options)
+        except cl.Error as e:
+            try:
+                log = program.get_build_info(self.device, cl.program_build_info.LOG)
+            except cl.Error:
+                log = ""
+            raise OpenCLBuildError(name, self.device.name.strip(), " ".join(options), log or str(e)) from None
