@@ -177,7 +177,8 @@ def test_pow_output_has_the_base_type(base, exponent):
 def test_pow_float_base_fractional_exponent_and_negative_integer_exponents():
     check("Pow", {"a": rand((3, 4), np.float32, 0.1, 4), "b": rand((4,), np.float32, -2, 2)})
     # onnx.reference cannot raise integers to negative powers; onnxruntime truncates like C
-    (y,) = check("Pow", {"a": np.array([2, -1, 1, -1, 3, -2], np.int64), "b": np.array([-1, -3, -5, -2, 2, -1], np.int64)})
+    base, exponent = np.array([2, -1, 1, -1, 3, -2], np.int64), np.array([-1, -3, -5, -2, 2, -1], np.int64)
+    (y,) = check("Pow", {"a": base, "b": exponent})
     np.testing.assert_array_equal(y, [0, -1, 1, 1, 9, 0])
 
 
