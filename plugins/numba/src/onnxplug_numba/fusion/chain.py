@@ -1,0 +1,93 @@
+"""The kernel of a fused elementwise chain: one generated numba loop for the whole subgraph."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext
+
+from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.fusion.ops import step_for
+from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.threads import ThreadControl
+
+
+def _static_shape(subgraph: FusedSubgraph, name: str) -> tuple[int, ...] | None:
+    t = subgraph.view.type_of(name)
+    if t is None or t.shape is None:
+        return None
+    return tuple(d if isinstance(d, int) else 1 for d in t.shape)  # symbolic dims: batch 1
+
+
+class ChainKernel(Kernel):
+    """Computes a chain of elementwise nodes in one pass over the output.
+
+    The loop is compiled when the session is created (for the shapes the model declares) and
+    cached on disk. When a call's shapes make some chain output smaller than the full broadcast
+    shape, the chain runs step by step instead (each step its own compiled loop).
+    """
+
+    def __init__(self, subgraph: FusedSubgraph, context: KernelContext) -> None:
+        super().__init__(subgraph.nodes[0], context)
+        self.subgraph = subgraph
+        view = subgraph.view
+        steps = []
+        for node in subgraph.nodes:
+            step = step_for(node, view.dtype_of)
+            if step is None:
+                raise ValueError(f"{node.describe()} cannot join a fused chain of the numba provider")
+            steps.append(step)
+        self.steps = tuple(steps)
+        dtypes = tuple(np.dtype(view.dtype_of(n)).name for n in subgraph.inputs)  # type: ignore[arg-type]
+        self.input_dtypes = dict(zip(subgraph.inputs, dtypes))
+        self.program = Program(tuple(subgraph.inputs), dtypes, self.steps, tuple(subgraph.outputs))
+        self.threads: ThreadControl = getattr(context.provider, "threads", None) or \
+            ThreadControl(context.intra_op_num_threads)
+        self.runner = ElementwiseRunner(self.program, self.threads)
+        self._fits: dict[tuple[tuple[int, ...], ...], bool] = {}
+        self._step_runners: dict[int, ElementwiseRunner] = {}
+        self._lock = threading.Lock()
+        shapes = [_static_shape(subgraph, n) for n in subgraph.inputs]
+        if all(s is not None for s in shapes):
+            try:
+                self.runner.warm(shapes)  # type: ignore[arg-type]
+            except ValueError:  # shapes that cannot broadcast: left to the call to report
+                pass
+
+    def _fits_in_one_loop(self, shapes: tuple[tuple[int, ...], ...]) -> bool:
+        """Whether every chain output has the full broadcast shape of the chain's inputs."""
+        found = self._fits.get(shapes)
+        if found is None:
+            known = dict(zip(self.subgraph.inputs, shapes))
+            for step in self.steps:
+                known[step.out] = tuple(np.broadcast_shapes(*[known[a] for a in step.args if a is not None]))
+            full = tuple(np.broadcast_shapes(*shapes))
+            found = all(known[o] == full for o in self.subgraph.outputs)
+            self._fits[shapes] = found
+        return found
+
+    def _step_runner(self, index: int) -> ElementwiseRunner:
+        runner = self._step_runners.get(index)
+        if runner is None:
+            with self._lock:
+                step = self.steps[index]
+                names = list(dict.fromkeys(a for a in step.args if a is not None))
+                dtypes = tuple(self.input_dtypes.get(n) or self._produced_dtype(n) for n in names)
+                program = Program(tuple(names), dtypes, (step,), (step.out,))
+                runner = self._step_runners[index] = ElementwiseRunner(program, self.threads)
+        return runner
+
+    def _produced_dtype(self, name: str) -> str:
+        return next(s.dtype for s in self.steps if s.out == name)
+
+    def compute(self, *inputs: Any) -> tuple[np.ndarray, ...]:
+        arrays = [np.asarray(x) for x in inputs]
+        if self._fits_in_one_loop(tuple(a.shape for a in arrays)):
+            return tuple(self.runner(*arrays))
+        values = dict(zip(self.subgraph.inputs, arrays))
+        for index, step in enumerate(self.steps):
+            runner = self._step_runner(index)
+            values[step.out] = runner(*[values[n] for n in runner.program.inputs])[0]
+        return tuple(values[o] for o in self.subgraph.outputs)

@@ -1,0 +1,123 @@
+"""Running an elementwise program: broadcasting, axis coalescing and picking the compiled variant."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from onnxplug_numba.fusion import cache, codegen
+from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one call walks its operands: loop shape, per-input strides and innermost kinds."""
+
+    out_shape: tuple[int, ...]
+    mode: str
+    kinds: tuple[str, ...]
+    shape: np.ndarray  # coalesced output shape (nd mode)
+    strides: tuple[np.ndarray, ...]  # per input, element strides over the coalesced shape
+
+
+def _element_strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
+    """Strides (in elements) of a C-contiguous ``shape`` broadcast to ``out_shape``."""
+    rank = len(out_shape)
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    strides = [0] * rank
+    step = 1
+    for d in range(rank - 1, -1, -1):
+        strides[d] = 0 if padded[d] == 1 else step
+        step *= padded[d]
+    return strides
+
+
+def plan_layout(shapes: Sequence[tuple[int, ...]], out_shape: tuple[int, ...]) -> Layout:
+    """Coalesce axes that every operand walks contiguously, then choose the loop shape."""
+    per_input = [_element_strides(s, out_shape) for s in shapes]
+    dims = [d for d in range(len(out_shape)) if out_shape[d] != 1]
+    merged_shape: list[int] = []
+    merged: list[list[int]] = [[] for _ in shapes]
+    for d in dims:
+        if merged_shape and all(st[d] * out_shape[d] == m[-1] for st, m in zip(per_input, merged)):
+            merged_shape[-1] *= out_shape[d]
+            for st, m in zip(per_input, merged):
+                m[-1] = st[d]
+            continue
+        merged_shape.append(out_shape[d])
+        for st, m in zip(per_input, merged):
+            m.append(st[d])
+    if not merged_shape:
+        merged_shape = [1]
+        merged = [[0] for _ in shapes]
+    inner = [m[-1] for m in merged]
+    if len(merged_shape) == 1 and all(s in (0, 1) for s in inner):
+        kinds = tuple("c" if s == 1 else "z" for s in inner)
+        mode = "flat"
+    else:
+        kinds = tuple("c" if s == 1 else ("z" if s == 0 else "g") for s in inner)
+        mode = "nd"
+    return Layout(tuple(out_shape), mode, kinds, np.array(merged_shape, dtype=np.int64),
+                  tuple(np.array(m, dtype=np.int64) for m in merged))
+
+
+class ElementwiseRunner:
+    """Computes a :class:`Program` on arrays with one compiled numba loop per call."""
+
+    def __init__(self, program: Program, threads: ThreadControl) -> None:
+        self.program = program
+        self.threads = threads
+        self._layouts: dict[tuple[tuple[int, ...], ...], Layout] = {}
+        self._kernels: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._lock = threading.Lock()
+        self._out_dtypes = [np.dtype(d) for d in program.output_dtypes()]
+
+    def module(self, mode: str, kinds: tuple[str, ...]) -> Any:
+        """The generated module for one loop shape (written, imported and memoised once)."""
+        key = (mode, kinds)
+        module = self._kernels.get(key)
+        if module is None:
+            with self._lock:
+                module = self._kernels.get(key)
+                if module is None:
+                    module = cache.module_for(codegen.generate(self.program, mode, kinds))
+                    self._kernels[key] = module
+        return module
+
+    def warm(self, shapes: Sequence[tuple[int, ...]]) -> None:
+        """Compile (or load from the disk cache) the loop a call with ``shapes`` would use."""
+        self(*[np.zeros(s, dtype=d) for s, d in zip(shapes, self.program.input_dtypes)])
+
+    def _layout(self, shapes: list[tuple[int, ...]]) -> Layout:
+        key = tuple(shapes)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = plan_layout(shapes, tuple(np.broadcast_shapes(*shapes)))
+            self._layouts[key] = layout
+        return layout
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The program's outputs for ``inputs`` (broadcast together, ONNX style)."""
+        arrays = [x if x.flags.c_contiguous else np.ascontiguousarray(x) for x in map(np.asarray, inputs)]
+        layout = self._layout([a.shape for a in arrays])
+        outs = [np.empty(layout.out_shape, dtype=d) for d in self._out_dtypes]
+        kernel = self.module(layout.mode, layout.kinds).kernel
+        flat_outs = [o.reshape(-1) for o in outs]
+        if layout.mode == "flat":
+            args: list[Any] = [a.reshape(-1) for a in arrays] + flat_outs
+            total = int(layout.shape[0]) if layout.out_shape else 1
+            grain = PARALLEL_MIN_ELEMENTS
+        else:
+            args = [layout.shape]
+            for a, st in zip(arrays, layout.strides):
+                args += [a.reshape(-1), st]
+            args += flat_outs
+            inner = max(1, int(layout.shape[-1]))
+            total = int(np.prod(layout.shape[:-1]))
+            grain = max(1, PARALLEL_MIN_ELEMENTS // inner)
+        self.threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
+        return outs

@@ -1,0 +1,83 @@
+"""Shared bases of the numba provider's kernels."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from onnxplug_sdk import GraphView, Kernel, KernelContext, Node
+
+from onnxplug_numba.threads import ThreadControl
+
+FLOAT_TYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+class NumbaKernel(Kernel):
+    """A kernel on host numpy arrays that honours the session's ``intra_op_num_threads``."""
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.threads: ThreadControl = getattr(context.provider, "threads", None) or \
+            ThreadControl(context.intra_op_num_threads)
+
+
+def dtypes_in(view: GraphView, names: Iterable[str], allowed: frozenset[np.dtype]) -> bool:
+    """Whether every named (non-omitted) value has a known dtype in ``allowed``."""
+    return all(view.dtype_of(n) in allowed for n in names if n)
+
+
+def all_present_same(view: GraphView, node: Node, allowed: frozenset[np.dtype],
+                     inputs: Iterable[int] | None = None) -> bool:
+    """The chosen inputs (default: all) and every typed output share one dtype from ``allowed``."""
+    picked = [node.inputs[i] for i in inputs if i < len(node.inputs)] if inputs is not None else node.inputs
+    found = {view.dtype_of(n) for n in picked if n}
+    # outputs of custom-domain ops may have no inferred type; a known one must agree
+    found |= {t for t in (view.dtype_of(n) for n in node.outputs if n) if t is not None}
+    return len(found) == 1 and next(iter(found)) in allowed
+
+
+def register_all(decorator: Callable[..., Callable[[type], type]], ops: Iterable[str],
+                 cls: type, **kwargs: Any) -> None:
+    """Register ``cls`` for every op type of ``ops``."""
+    for op in ops:
+        decorator(op, **kwargs)(cls)
+
+
+class HostKernel(NumbaKernel):
+    """A layout kernel (no arithmetic) whose numpy implementation is exact for every dtype."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        names = [n for n in [*node.inputs, *node.outputs] if n]
+        for n in names:
+            t = view.type_of(n)
+            if t is None or t.kind != "tensor" or t.dtype is None or t.dtype.name not in PLAIN_DTYPES:
+                return False
+        return True
+
+
+PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64"}
+
+
+def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
+    """numpy.matmul (BLAS, one thread per call) split across the session's threads by row or
+    column bands of the result."""
+    threads.blas()
+    if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
+        return np.matmul(a, b)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = np.empty((*batch, m, n), dtype=np.result_type(a, b))
+    if 2 * m * n * k * max(1, int(np.prod(batch))) < 2_000_000:  # too small to share
+        return np.matmul(a, b, out=out)
+    if m >= 64 or m >= n:
+        threads.run(lambda lo, hi: np.matmul(a[..., lo:hi, :], b, out=out[..., lo:hi, :]), m, 8)
+    else:
+        threads.run(lambda lo, hi: np.matmul(a, b[..., :, lo:hi], out=out[..., :, lo:hi]), n, 32)
+    return out
+
+
+def row_grain(work_per_row: int) -> int:
+    """Rows per chunk so that each thread gets at least ~32k elements of work."""
+    return max(1, 32768 // max(1, int(work_per_row)))

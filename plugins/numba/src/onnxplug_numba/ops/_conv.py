@@ -1,0 +1,194 @@
+"""The convolution engine shared by Conv, FusedConv and the fused Conv groups.
+
+Three paths, chosen per call: a direct numba kernel for depthwise convs; plain BLAS for
+unpadded stride-1 1x1 convs; im2col (numba) + BLAS for the rest. Bias, a residual and an
+activation are applied in one compiled epilogue. 1-D convs run as 2-D with a height of 1.
+Threads split the output into (image, band of rows) tiles; each tile does its own im2col,
+single-threaded BLAS product and epilogue, so the cores never wait on each other's libraries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from onnxplug_sdk import Node, resolve_pads
+
+from onnxplug_numba.kernels import conv as kconv
+from onnxplug_numba.threads import ThreadControl
+
+
+#: Convs smaller than this (multiply-adds) run on the calling thread: a hand-off costs more.
+_SHARE_MIN_MACS = 1_000_000
+
+
+def decode(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """A Conv node's attributes, spatial rank 1 or 2."""
+
+    group: int
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads: tuple[int, ...] | None
+    auto_pad: str
+
+    @classmethod
+    def from_node(cls, node: Node, rank: int) -> ConvSpec:
+        strides = tuple(int(s) for s in (node.attr("strides") or [1] * rank))
+        dilations = tuple(int(d) for d in (node.attr("dilations") or [1] * rank))
+        pads = node.attr("pads")
+        return cls(int(node.attr("group", 1)), strides, dilations,
+                   tuple(int(p) for p in pads) if pads else None, decode(node.attr("auto_pad", "NOTSET")))
+
+    def pads_for(self, spatial: Sequence[int], kernel: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return resolve_pads(self.auto_pad, list(spatial), list(kernel), list(self.strides),
+                            list(self.dilations), list(self.pads) if self.pads else None)
+
+
+def activation_of(node: Node | None, consts: dict[str, float] | None = None) -> tuple[int, float, float]:
+    """(code, alpha, beta) of an activation node for the epilogue; (0, 0, 0) for none."""
+    if node is None:
+        return 0, 0.0, 0.0
+    op = node.op_type
+    if op == "Relu":
+        return kconv.ACTIVATIONS["Relu"], 0.0, 0.0
+    if op == "LeakyRelu":
+        return kconv.ACTIVATIONS["LeakyRelu"], float(node.attr("alpha", 0.01)), 0.0
+    if op == "HardSigmoid":
+        return kconv.ACTIVATIONS["HardSigmoid"], float(node.attr("alpha", 0.2)), float(node.attr("beta", 0.5))
+    if op in ("Sigmoid", "Tanh"):
+        return kconv.ACTIVATIONS[op], 0.0, 0.0
+    if op == "Clip":
+        consts = consts or {}
+        lo = consts.get("min", -np.inf)
+        hi = consts.get("max", np.inf)
+        return kconv.ACTIVATIONS["Clip"], float(lo), float(hi)
+    raise ValueError(f"{node.describe()} is not an activation the conv epilogue computes")
+
+
+def _as_2d(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    if x.ndim == 3:
+        return x[:, :, None, :], w[:, :, None, :], True
+    return x, w, False
+
+
+def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, threads: ThreadControl,
+         residual: np.ndarray | None = None, act: tuple[int, float, float] = (0, 0.0, 0.0)) -> np.ndarray:
+    """ONNX Conv of a (N, C, L) or (N, C, H, W) float input, with the fused epilogue."""
+    one_d = x.ndim == 3
+    spatial, kernel = x.shape[2:], w.shape[2:]
+    begin, end = spec.pads_for(spatial, kernel)
+    x4, w4, _ = _as_2d(np.ascontiguousarray(x), np.ascontiguousarray(w))
+    strides, dilations = spec.strides, spec.dilations
+    if one_d:
+        strides, dilations, begin, end = (1, *strides), (1, *dilations), (0, *begin), (0, *end)
+    n, c, h, wd = x4.shape
+    m, cg, kh, kw = w4.shape
+    group = spec.group
+    if cg * group != c or m % group:
+        raise ValueError(f"Conv: input has {c} channels, weight {tuple(w.shape)} with group {group} "
+                         f"expects {cg * group}")
+    sh, sw = strides
+    dh, dw = dilations
+    oh = (h + begin[0] + end[0] - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (wd + begin[1] + end[1] - ((kw - 1) * dw + 1)) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"Conv: the window {kernel} is larger than the padded input {tuple(spatial)}")
+    dtype = x4.dtype
+    b = np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
+    y = np.empty((n, m, oh, ow), dtype=dtype)
+    res = None if residual is None else np.ascontiguousarray(residual, dtype=dtype).reshape(n, m, oh, ow)
+    code, alpha, beta = act
+    threads.blas()
+    macs = n * m * oh * ow * cg * kh * kw
+    if cg == 1 and group == c:
+        resid = res if res is not None else y
+        grain = n * m if macs < _SHARE_MIN_MACS else 1
+        threads.run(lambda lo, hi: kconv.depthwise(x4, w4, b, resid, res is not None, code, alpha, beta,
+                                                   sh, sw, dh, dw, begin[0], begin[1], y, lo, hi), n * m, grain)
+        return y.reshape((n, m, ow)) if one_d else y
+    mg = m // group
+    wmat = w4.reshape(group, mg, cg * kh * kw)
+    y3 = y.reshape(n, m, oh * ow)
+    r3 = res.reshape(n, m, oh * ow) if res is not None else None
+    pointwise = kh == kw == 1 and sh == sw == 1 and not any(begin) and not any(end)
+    epilogue = bias is not None or res is not None or code != 0
+    # work items: (image, first output row, end row); one image splits into row bands when the
+    # batch alone cannot keep every thread busy
+    bands = max(1, min(oh, -(-threads.count // n))) if macs >= _SHARE_MIN_MACS else 1
+    items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
+    pitch = max(wd + begin[1], ow + (kw - 1) * dw)
+    if not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow:  # few wasted columns
+        pitched_conv(x4, wmat, (kh, kw), b, r3, (code, alpha, beta), (sh, dh, dw), begin, (oh, ow), y, items,
+                     threads, 1 if macs >= _SHARE_MIN_MACS else len(items))
+        return y.reshape((n, m, ow)) if one_d else y
+
+    def work(lo: int, hi: int) -> None:
+        for i, r0, r1 in items[lo:hi]:
+            p0, p1 = r0 * ow, r1 * ow
+            cols = None if pointwise else np.empty((cg * kh * kw, p1 - p0), dtype=dtype)
+            for g in range(group):
+                if pointwise:
+                    src = x4[i, g * cg:(g + 1) * cg].reshape(cg, h * wd)[:, p0:p1]
+                else:
+                    kconv.im2col(x4[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw,
+                                 begin[0] - r0 * sh, begin[1], r1 - r0, ow, cols)
+                    src = cols
+                np.matmul(wmat[g], src, out=y3[i, g * mg:(g + 1) * mg, p0:p1])
+            if epilogue:
+                tile = y3[i:i + 1, :, p0:p1]
+                kconv.epilogue(tile, b, r3[i:i + 1, :, p0:p1] if r3 is not None else tile, r3 is not None,
+                               code, alpha, beta)
+
+    threads.run(work, len(items), 1 if macs >= _SHARE_MIN_MACS else len(items))
+    return y.reshape((n, m, ow)) if one_d else y
+
+
+def pitched_conv(x4: np.ndarray, wmat: np.ndarray, kernel: tuple[int, int], bias: np.ndarray,
+                 r3: np.ndarray | None, act: tuple[int, float, float], steps: tuple[int, int, int],
+                 begin: Sequence[int], out_hw: tuple[int, int], y: np.ndarray,
+                 items: list[tuple[int, int, int]], threads: ThreadControl, grain: int) -> None:
+    """im2col + BLAS for stride-1 convs, over a zero-padded copy of each image.
+
+    In a padded image of row pitch ``wp``, tap (c, i, j) of output element ``e = yo * wp + xo``
+    sits at ``offset(c, i, j) + e``, so each im2col row is one contiguous copy. The product has
+    ``wp >= ow`` columns per output row; the epilogue drops the extra ones.
+    """
+    n, c, h, wd = x4.shape
+    group, mg, _ = wmat.shape
+    cg = c // group
+    kh, kw = kernel
+    _, dh, dw = steps
+    oh, ow = out_hw
+    wp = max(wd + begin[1], ow + (kw - 1) * dw)
+    hp = max(h + begin[0], oh + (kh - 1) * dh) + 2  # slack rows for the extra columns
+    code, alpha, beta = act
+    taps = np.array([(ci * hp + i * dh) * wp + j * dw for ci in range(cg) for i in range(kh) for j in range(kw)],
+                    dtype=np.int64)
+    dummy = np.zeros((mg, 1, 1), dtype=y.dtype)
+
+    def work(lo: int, hi: int) -> None:
+        padded = np.zeros((c, hp, wp), dtype=x4.dtype)
+        image = -1
+        for i, r0, r1 in items[lo:hi]:
+            if i != image:
+                padded[:, begin[0]:begin[0] + h, begin[1]:begin[1] + wd] = x4[i]
+                image = i
+            flat = padded.reshape(-1)
+            count = (r1 - r0) * wp
+            cols = np.empty((cg * kh * kw, count), dtype=x4.dtype)
+            product = np.empty((mg, count), dtype=x4.dtype)
+            for g in range(group):
+                kconv.gather_rows(flat, taps + (g * cg * hp + r0) * wp, 1, cols)
+                np.matmul(wmat[g], cols, out=product)
+                out = y[i, g * mg:(g + 1) * mg, r0:r1]
+                res = r3[i, g * mg:(g + 1) * mg].reshape(mg, oh, ow)[:, r0:r1] if r3 is not None else dummy
+                kconv.epilogue_pitched(product, wp, bias[g * mg:(g + 1) * mg], res, r3 is not None,
+                                       code, alpha, beta, out)
+
+    threads.run(work, len(items), grain)

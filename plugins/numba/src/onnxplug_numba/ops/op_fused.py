@@ -1,0 +1,120 @@
+"""The optimizer's fused ops (domain ``com.onnxplug``, see docs/fused-ops.md) other than FusedConv,
+FusedGemm and Gelu: FusedMatMul, BiasGelu, LayerNormalization, SkipLayerNormalization and
+MultiHeadAttention. BLAS for the products, compiled kernels for the rest."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnxplug_sdk import GraphView, KernelContext, Node
+
+from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.fusion.ops import FUSED_DOMAIN, Step
+from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.kernels import conv as kconv
+from onnxplug_numba.kernels import norm as knorm
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same, matmul
+from onnxplug_numba.ops.op_conv import fused_activation
+from onnxplug_numba.ops.op_norm import LayerNormalization, _rows
+from onnxplug_numba.provider import NumbaProvider
+
+op = NumbaProvider.kernel
+
+
+class _FloatKernel(NumbaKernel):
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+
+@op("FusedMatMul", domain=FUSED_DOMAIN)
+class FusedMatMul(_FloatKernel):
+    """activation(A @ B) with MatMul broadcasting."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return super().supports(node, view) and fused_activation(node) is not None
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        y = matmul(a, b, self.threads)
+        code, alpha, beta = fused_activation(self.node)  # type: ignore[misc]
+        if code and y.size:
+            y3 = y.reshape(1, 1, -1)
+            kconv.epilogue(y3, np.zeros(1, dtype=y.dtype), y3, False, code, alpha, beta)
+        return y
+
+
+@op("BiasGelu", domain=FUSED_DOMAIN)
+class BiasGelu(_FloatKernel):
+    """Gelu(X + bias) as one generated loop."""
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self._runners: dict[str, ElementwiseRunner] = {}
+
+    def compute(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        t = x.dtype.name
+        runner = self._runners.get(t)
+        if runner is None:
+            approx = self.attr("approximate", "none")
+            steps = (Step("Add", ("x", "b"), "s", t), Step("Gelu", ("s",), "y", t, (("approximate", approx),)))
+            runner = self._runners[t] = ElementwiseRunner(Program(("x", "b"), (t, t), steps, ("y",)), self.threads)
+        return runner(x, bias)[0]
+
+
+@op("LayerNormalization", domain=FUSED_DOMAIN)
+class FusedLayerNormalization(LayerNormalization):
+    """ai.onnx LayerNormalization's schema with the Y output only (for models below opset 17)."""
+
+    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        return super().compute(x, scale, bias)[0]
+
+
+@op("SkipLayerNormalization", domain=FUSED_DOMAIN)
+class SkipLayerNormalization(_FloatKernel):
+    """S = X + skip (+ bias); Y = LayerNorm over the last axis of S * gamma + beta."""
+
+    def compute(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None,
+                bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        s = x + skip
+        if bias is not None:
+            s = s + bias
+        s = s.astype(x.dtype, copy=False)
+        rows = _rows(s, -1)
+        d = rows.shape[1]
+        g = np.ascontiguousarray(np.broadcast_to(gamma, (d,)), dtype=x.dtype)
+        b = np.zeros_like(g) if beta is None else np.ascontiguousarray(np.broadcast_to(beta, (d,)), dtype=x.dtype)
+        y = np.empty_like(rows)
+        stats = np.empty(rows.shape[0], dtype=x.dtype)
+        eps = float(self.attr("epsilon", 1e-5))
+        inv = stats.copy()
+        self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], g, b, eps, y[lo:hi], stats[lo:hi],
+                                                              inv[lo:hi]), rows.shape[0], row_grain(d))
+        y = y.reshape(x.shape)
+        return (y, s) if len(self.node.outputs) > 1 and self.node.outputs[1] else y
+
+
+@op("MultiHeadAttention", domain=FUSED_DOMAIN)
+class MultiHeadAttention(_FloatKernel):
+    """softmax(q k^T * scale + bias) v per head: batched BLAS products, compiled softmax."""
+
+    def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
+                bias: np.ndarray | None = None) -> np.ndarray:
+        heads = int(self.attr("num_heads"))
+        b, s, hd = query.shape
+        length = key.shape[1]
+        dh, dv = hd // heads, value.shape[2] // heads
+        q = query.reshape(b, s, heads, dh).transpose(0, 2, 1, 3)
+        k = key.reshape(b, length, heads, dh).transpose(0, 2, 3, 1)
+        v = value.reshape(b, length, heads, dv).transpose(0, 2, 1, 3)
+        scale = self.attr("scale")
+        scale = 1.0 / np.sqrt(dh) if scale is None else float(scale)
+        scores = matmul(q, k, self.threads)
+        scores *= scores.dtype.type(scale)
+        if bias is not None:
+            scores = scores + bias
+        rows = np.ascontiguousarray(scores, dtype=query.dtype).reshape(-1, length)
+        probs = np.empty_like(rows)
+        self.threads.run(lambda lo, hi: knorm.softmax(rows[lo:hi], False, probs[lo:hi]), rows.shape[0],
+                         row_grain(length))
+        out = matmul(probs.reshape(b, heads, s, length), v, self.threads)
+        return np.ascontiguousarray(out.transpose(0, 2, 1, 3)).reshape(b, s, heads * dv)

@@ -1,0 +1,267 @@
+"""The shape and layout family: pure data movement, exact for every plain dtype.
+
+These ops do no arithmetic, so numpy's copies and views (memcpy speed) are what they need;
+results are made contiguous so the compiled kernels downstream read them without strides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxplug_numba.ops._base import PLAIN_DTYPES, HostKernel
+from onnxplug_numba.provider import NumbaProvider
+
+op = NumbaProvider.kernel
+
+
+def _ints(value: Any) -> list[int]:
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def _axis(axis: int, rank: int, what: str) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"{what}: axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+class _AxesFromInputOrAttr(HostKernel):
+    """Ops whose ``axes`` moved from an attribute to an input at opset 13."""
+
+    def axes(self, axes_input: np.ndarray | None) -> list[int] | None:
+        if self.node.opset < 13:
+            attr = self.attr("axes")
+            return None if attr is None else [int(a) for a in attr]
+        return None if axes_input is None else _ints(axes_input)
+
+
+@op("Identity")
+class Identity(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return x
+
+
+@op("Transpose")
+class Transpose(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        perm = self.attr("perm")
+        return np.ascontiguousarray(np.transpose(x, None if perm is None else [int(p) for p in perm]))
+
+
+@op("Reshape", 5)
+class Reshape(HostKernel):
+    def compute(self, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+        target = _ints(shape)
+        if not self.attr("allowzero", 0):
+            target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
+        return np.ascontiguousarray(x).reshape(target)
+
+
+@op("Flatten")
+class Flatten(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        axis = int(self.attr("axis", 1))
+        axis = axis + x.ndim if axis < 0 else axis
+        if not 0 <= axis <= x.ndim:
+            raise ValueError(f"{self.node.describe()}: axis {self.attr('axis', 1)} is out of range for rank {x.ndim}")
+        return np.ascontiguousarray(x).reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))
+
+
+@op("Squeeze")
+class Squeeze(_AxesFromInputOrAttr):
+    def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
+        picked = self.axes(axes)
+        if picked is None:
+            return x.reshape([d for d in x.shape if d != 1])
+        return np.squeeze(x, axis=tuple(_axis(a, x.ndim, self.node.describe()) for a in picked))
+
+
+@op("Unsqueeze")
+class Unsqueeze(_AxesFromInputOrAttr):
+    def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
+        picked = self.axes(axes) or []
+        rank = x.ndim + len(picked)
+        where = sorted(_axis(a, rank, self.node.describe()) for a in picked)
+        if len(set(where)) != len(where):
+            raise ValueError(f"{self.node.describe()}: repeated axes {picked}")
+        shape = list(x.shape)
+        for a in where:
+            shape.insert(a, 1)
+        return x.reshape(shape)
+
+
+@op("Concat", 4)
+class Concat(HostKernel):
+    def compute(self, *xs: np.ndarray) -> np.ndarray:
+        return np.concatenate(xs, axis=int(self.attr("axis")))
+
+
+@op("Split", 2)
+class Split(HostKernel):
+    def compute(self, x: np.ndarray, split: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node.describe())
+        count = len(self.node.outputs)
+        sizes = _ints(split) if split is not None and split.size else (
+            [int(s) for s in self.attr("split")] if self.node.opset < 13 and self.attr("split") else None)
+        if sizes is None:
+            dim = x.shape[axis]
+            parts = int(self.attr("num_outputs", count))
+            if self.attr("num_outputs") is not None:
+                chunk = -(-dim // parts)
+                sizes = [min(chunk, dim - i * chunk) for i in range(parts)]
+            else:
+                if dim % count:
+                    raise ValueError(f"{self.node.describe()}: dimension {dim} does not split into {count} parts")
+                sizes = [dim // count] * count
+        if sum(sizes) != x.shape[axis]:
+            raise ValueError(f"{self.node.describe()}: split sizes {sizes} do not sum to {x.shape[axis]}")
+        bounds = np.cumsum([0] + sizes)
+        index = [slice(None)] * x.ndim
+        out = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            index[axis] = slice(int(lo), int(hi))
+            out.append(np.ascontiguousarray(x[tuple(index)]))
+        return tuple(out)
+
+
+def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
+    """ONNX Slice clamping, as a Python slice (whose negative ends mean something else)."""
+    if step == 0:
+        raise ValueError("Slice: steps must not be 0")
+    start = start + dim if start < 0 else start
+    end = end + dim if end < 0 else end
+    if step > 0:
+        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        return slice(start, end, step)
+    start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+    return slice(start, None if end < 0 else end, step)
+
+
+@op("Slice")
+class Slice(HostKernel):
+    def compute(self, x: np.ndarray, starts: np.ndarray | None = None, ends: np.ndarray | None = None,
+                axes: np.ndarray | None = None, steps: np.ndarray | None = None) -> np.ndarray:
+        if self.node.opset < 10:
+            s, e = [int(v) for v in self.attr("starts")], [int(v) for v in self.attr("ends")]
+            a = [int(v) for v in self.attr("axes")] if self.attr("axes") is not None else list(range(len(s)))
+            st = [1] * len(s)
+        else:
+            s, e = _ints(starts), _ints(ends)
+            a = _ints(axes) if axes is not None else list(range(len(s)))
+            st = _ints(steps) if steps is not None else [1] * len(s)
+        index = [slice(None)] * x.ndim
+        for start, end, axis, step in zip(s, e, a, st):
+            axis = _axis(axis, x.ndim, self.node.describe())
+            index[axis] = _slice_bounds(start, end, step, x.shape[axis])
+        return np.ascontiguousarray(x[tuple(index)])
+
+
+@op("Gather")
+class Gather(HostKernel):
+    def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node.describe())
+        return np.take(x, indices.astype(np.int64), axis=axis)
+
+
+@op("GatherElements")
+class GatherElements(HostKernel):
+    def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node.describe())
+        idx = indices.astype(np.int64)
+        idx = np.where(idx < 0, idx + x.shape[axis], idx)
+        return np.take_along_axis(x, idx, axis=axis)
+
+
+@op("Shape")
+class Shape(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        start = int(self.attr("start", 0))
+        end = self.attr("end")
+        return np.array(x.shape[start:None if end is None else int(end)], dtype=np.int64)
+
+
+@op("Size")
+class Size(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.array(x.size, dtype=np.int64)
+
+
+@op("Expand", 8)
+class Expand(HostKernel):
+    def compute(self, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+        return np.array(np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(_ints(shape)))))
+
+
+@op("Tile", 6)
+class Tile(HostKernel):
+    def compute(self, x: np.ndarray, repeats: np.ndarray) -> np.ndarray:
+        return np.tile(x, _ints(repeats))
+
+
+@op("ConstantOfShape")
+class ConstantOfShape(HostKernel):
+    def compute(self, shape: np.ndarray) -> np.ndarray:
+        value = self.attr("value")
+        fill = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+        return np.full(_ints(shape), fill[0], dtype=fill.dtype)
+
+
+@op("Constant")
+class Constant(HostKernel):
+    @classmethod
+    def supports(cls, node, view) -> bool:  # type: ignore[no-untyped-def]
+        value = node.attr("value")
+        if value is not None:
+            return isinstance(value, np.ndarray) and value.dtype.name in PLAIN_DTYPES
+        return any(
+            node.attr(k) is not None for k in ("value_float", "value_floats", "value_int", "value_ints"))
+
+    def compute(self) -> np.ndarray:
+        value = self.attr("value")
+        if value is not None:
+            return np.asarray(value)
+        for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                           ("value_int", np.int64), ("value_ints", np.int64)):
+            if self.attr(key) is not None:
+                return np.array(self.attr(key), dtype=dtype)
+        raise ValueError(f"{self.node.describe()}: no value attribute")
+
+
+@op("Range", 11)
+class Range(HostKernel):
+    def compute(self, start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> np.ndarray:
+        s, lim, d = start.item(), limit.item(), delta.item()
+        count = max(int(np.ceil((lim - s) / d)), 0)
+        return (s + np.arange(count, dtype=np.float64 if start.dtype.kind == "f" else np.int64) * d
+                ).astype(start.dtype) if count else np.zeros(0, dtype=start.dtype)
+
+
+@op("DepthToSpace")
+class DepthToSpace(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        b = int(self.attr("blocksize"))
+        n, c, h, w = x.shape
+        if self.attr("mode", "DCR") == "DCR":
+            t = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+        else:
+            t = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+        return np.ascontiguousarray(t).reshape(n, c // (b * b), h * b, w * b)
+
+
+@op("SpaceToDepth")
+class SpaceToDepth(HostKernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        b = int(self.attr("blocksize"))
+        n, c, h, w = x.shape
+        perm = (0, 1, 3, 5, 2, 4) if self.attr("mode", "DCR") == "CRD" else (0, 3, 5, 1, 2, 4)
+        t = x.reshape(n, c, h // b, b, w // b, b).transpose(perm)
+        return np.ascontiguousarray(t).reshape(n, c * b * b, h // b, w // b)
+
+
+@op("Trilu")
+class Trilu(HostKernel):
+    def compute(self, x: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
+        shift = int(k.reshape(-1)[0]) if k is not None else 0
+        return np.triu(x, shift) if self.attr("upper", 1) else np.tril(x, shift)
+

@@ -1,0 +1,71 @@
+"""MatMul (batched, broadcasting), Gemm and FusedGemm (Gemm + activation): BLAS via numpy.matmul."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnxplug_sdk import GraphView, Node
+
+from onnxplug_numba.fusion.ops import FUSED_DOMAIN
+from onnxplug_numba.kernels import conv as kconv
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
+from onnxplug_numba.ops.op_conv import fused_activation
+from onnxplug_numba.provider import NumbaProvider
+
+
+@NumbaProvider.kernel("MatMul")
+class MatMul(NumbaKernel):
+    """numpy.matmul semantics are ONNX MatMul's (1-D promotion, batch broadcasting)."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return matmul(a, b, self.threads)
+
+
+@NumbaProvider.kernel("Gemm")
+class Gemm(NumbaKernel):
+    """alpha * A' B' + beta * C, with C broadcast (unidirectionally) to the product."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def product(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
+        if self.attr("transA", 0):
+            a = a.T
+        if self.attr("transB", 0):
+            b = b.T
+        y = matmul(a, b, self.threads)
+        alpha = float(self.attr("alpha", 1.0))
+        if alpha != 1.0:
+            y *= y.dtype.type(alpha)
+        if c is not None:
+            beta = float(self.attr("beta", 1.0))
+            if beta == 1.0:
+                y += c
+            elif beta != 0.0:
+                y += c * c.dtype.type(beta)
+        return y
+
+    def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+        return self.product(a, b, c)
+
+
+@NumbaProvider.kernel("FusedGemm", domain=FUSED_DOMAIN)
+@NumbaProvider.kernel("FusedGemm", domain="com.microsoft")
+class FusedGemm(Gemm):
+    """Gemm followed by ``activation`` (attributes as onnxruntime's com.microsoft FusedGemm)."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES) and fused_activation(node) is not None
+
+    def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+        y = self.product(a, b, c)
+        code, alpha, beta = fused_activation(self.node)  # type: ignore[misc]
+        if code:
+            y3 = y.reshape(1, 1, -1)
+            kconv.epilogue(y3, np.zeros(1, dtype=y.dtype), y3, False, code, alpha, beta)
+        return y

@@ -1,0 +1,130 @@
+"""BatchNormalization (inference), LayerNormalization, RMSNormalization, Softmax and LogSoftmax."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnxplug_sdk import GraphView, KernelContext, Node
+
+from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.fusion.ops import Step
+from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.kernels import norm as knorm
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
+from onnxplug_numba.provider import NumbaProvider
+
+
+@NumbaProvider.kernel("BatchNormalization")
+class BatchNormalization(NumbaKernel):
+    """Inference BatchNormalization as one compiled pass ``x * a[c] + b[c]``."""
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self._runners: dict[str, ElementwiseRunner] = {}
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        if node.opset < 9 or len(node.outputs) != 1 or node.attr("training_mode", 0):
+            return False
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,
+                var: np.ndarray) -> np.ndarray:
+        eps = float(self.attr("epsilon", 1e-5))
+        a = (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps))
+        b = bias.astype(np.float64) - mean.astype(np.float64) * a
+        shape = (-1,) + (1,) * (x.ndim - 2)
+        runner = self._runners.get(x.dtype.name)
+        if runner is None:
+            t = x.dtype.name
+            program = Program(("x", "a", "b"), (t, t, t),
+                              (Step("Mul", ("x", "a"), "m", t), Step("Add", ("m", "b"), "y", t)), ("y",))
+            runner = self._runners[t] = ElementwiseRunner(program, self.threads)
+        return runner(x, a.astype(x.dtype).reshape(shape), b.astype(x.dtype).reshape(shape))[0]
+
+
+def _rows(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x`` as (prod(shape[:axis]), prod(shape[axis:])), contiguous."""
+    axis = axis if axis >= 0 else axis + x.ndim
+    lead = int(np.prod(x.shape[:axis]))
+    return np.ascontiguousarray(x).reshape(lead, -1)
+
+
+class _Softmax(NumbaKernel):
+    log = False
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def _rows(self, rows: np.ndarray) -> np.ndarray:
+        y = np.empty_like(rows)
+        self.threads.run(lambda lo, hi: knorm.softmax(rows[lo:hi], self.log, y[lo:hi]), rows.shape[0],
+                         row_grain(rows.shape[1]))
+        return y
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        if self.node.opset < 13:  # softmax over the flattened axes from ``axis`` on
+            rows = _rows(x, int(self.attr("axis", 1)))
+            return self._rows(rows).reshape(x.shape)
+        axis = int(self.attr("axis", -1))
+        axis = axis + x.ndim if axis < 0 else axis
+        moved = np.moveaxis(x, axis, -1) if axis != x.ndim - 1 else x
+        rows = _rows(moved, moved.ndim - 1) if moved.ndim else moved.reshape(1, 1)
+        y = self._rows(rows).reshape(moved.shape)
+        return np.ascontiguousarray(np.moveaxis(y, -1, axis)) if axis != x.ndim - 1 else y
+
+
+@NumbaProvider.kernel("Softmax")
+class Softmax(_Softmax):
+    pass
+
+
+@NumbaProvider.kernel("LogSoftmax")
+class LogSoftmax(_Softmax):
+    log = True
+
+
+@NumbaProvider.kernel("LayerNormalization")
+class LayerNormalization(NumbaKernel):
+    """Normalises over the axes from ``axis`` on; Mean and InvStdDev outputs when asked."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        axis = int(self.attr("axis", -1))
+        axis = axis + x.ndim if axis < 0 else axis
+        rows = _rows(x, axis)
+        tail = x.shape[axis:]
+        s = np.ascontiguousarray(np.broadcast_to(scale, tail), dtype=x.dtype).reshape(-1)
+        b = np.zeros_like(s) if bias is None else \
+            np.ascontiguousarray(np.broadcast_to(bias, tail), dtype=x.dtype).reshape(-1)
+        y = np.empty_like(rows)
+        mean = np.empty(rows.shape[0], dtype=x.dtype)
+        inv = np.empty(rows.shape[0], dtype=x.dtype)
+        eps = float(self.attr("epsilon", 1e-5))
+        self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], s, b, eps, y[lo:hi], mean[lo:hi],
+                                                              inv[lo:hi]), rows.shape[0], row_grain(rows.shape[1]))
+        stat_shape = x.shape[:axis] + (1,) * (x.ndim - axis)
+        return y.reshape(x.shape), mean.reshape(stat_shape), inv.reshape(stat_shape)
+
+
+@NumbaProvider.kernel("RMSNormalization")
+class RMSNormalization(NumbaKernel):
+    """x / sqrt(mean(x^2 over axes >= axis) + epsilon) * scale."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def compute(self, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        axis = int(self.attr("axis", -1))
+        axis = axis + x.ndim if axis < 0 else axis
+        rows = _rows(x, axis)
+        s = np.ascontiguousarray(np.broadcast_to(scale, x.shape[axis:]), dtype=x.dtype).reshape(-1)
+        y = np.empty_like(rows)
+        eps = float(self.attr("epsilon", 1e-5))
+        self.threads.run(lambda lo, hi: knorm.rms_norm_rows(rows[lo:hi], s, eps, y[lo:hi]), rows.shape[0],
+                         row_grain(rows.shape[1]))
+        return y.reshape(x.shape)

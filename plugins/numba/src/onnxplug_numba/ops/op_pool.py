@@ -1,0 +1,98 @@
+"""MaxPool and AveragePool (1-D/2-D) and the global pools (any rank), float, compiled."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnxplug_sdk import GraphView, Node, pool_output_shape, resolve_pads
+
+from onnxplug_numba.kernels import pool as kpool
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
+from onnxplug_numba.ops._conv import decode
+from onnxplug_numba.provider import NumbaProvider
+
+
+class _Pool(NumbaKernel):
+    kind = kpool.MAX
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        t = view.type_of(node.inputs[0])
+        kernel = node.attr("kernel_shape")
+        if t is None or t.shape is None or kernel is None or len(t.shape) - 2 not in (1, 2):
+            return False
+        if len(kernel) != len(t.shape) - 2 or len([o for o in node.outputs if o]) != 1 or len(node.outputs) != 1:
+            return False
+        auto_pad = decode(node.attr("auto_pad", "NOTSET"))
+        if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+            return False
+        if auto_pad != "NOTSET" and node.attr("ceil_mode", 0):
+            return False
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        kernel = [int(k) for k in self.attr("kernel_shape")]
+        rank = len(kernel)
+        strides = [int(s) for s in (self.attr("strides") or [1] * rank)]
+        dilations = [int(d) for d in (self.attr("dilations") or [1] * rank)]
+        auto_pad = decode(self.attr("auto_pad", "NOTSET"))
+        pads = self.attr("pads")
+        begin, end = resolve_pads(auto_pad, list(x.shape[2:]), kernel, strides, dilations,
+                                  [int(p) for p in pads] if pads else None)
+        out = pool_output_shape(x.shape, kernel, auto_pad, strides, dilations,
+                                [int(p) for p in pads] if pads else None, int(self.attr("ceil_mode", 0)))
+        n, c = x.shape[:2]
+        if rank == 1:
+            kernel, strides, dilations = [1, *kernel], [1, *strides], [1, *dilations]
+            begin, end, spatial, osp = (0, *begin), (0, *end), (1, x.shape[2]), (1, out[2])
+        else:
+            spatial, osp = x.shape[2:], out[2:]
+        x3 = np.ascontiguousarray(x).reshape(n * c, *spatial)
+        y = np.empty((n * c, *osp), dtype=x.dtype)
+        include = int(self.attr("count_include_pad", 0))
+        self.threads.run(lambda lo, hi: kpool.pool2d(
+            x3[lo:hi], self.kind, include, kernel[0], kernel[1], strides[0], strides[1], dilations[0],
+            dilations[1], begin[0], begin[1], spatial[0] + end[0], spatial[1] + end[1], y[lo:hi]),
+            n * c, row_grain(int(np.prod(osp)) * kernel[0] * kernel[1]))
+        return y.reshape(out)
+
+
+@NumbaProvider.kernel("MaxPool")
+class MaxPool(_Pool):
+    """MaxPool with its Indices output left unclaimed."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return super().supports(node, view) and int(node.attr("storage_order", 0)) == 0
+
+
+@NumbaProvider.kernel("AveragePool")
+class AveragePool(_Pool):
+    kind = kpool.AVERAGE
+
+
+class _GlobalPool(NumbaKernel):
+    kind = kpool.MAX
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        t = view.type_of(node.inputs[0])
+        return t is not None and t.shape is not None and len(t.shape) >= 3 and \
+            all_present_same(view, node, FLOAT_TYPES)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        n, c = x.shape[:2]
+        y = np.empty(n * c, dtype=x.dtype)
+        rows = np.ascontiguousarray(x).reshape(n * c, -1)
+        self.threads.run(lambda lo, hi: kpool.global_pool(rows[lo:hi], self.kind, y[lo:hi]), n * c,
+                         row_grain(rows.shape[1]))
+        return y.reshape((n, c) + (1,) * (x.ndim - 2))
+
+
+@NumbaProvider.kernel("GlobalMaxPool")
+class GlobalMaxPool(_GlobalPool):
+    pass
+
+
+@NumbaProvider.kernel("GlobalAveragePool")
+class GlobalAveragePool(_GlobalPool):
+    kind = kpool.AVERAGE

@@ -1,0 +1,89 @@
+"""The ``numba`` execution provider: compiled CPU kernels plus fused subgraphs compiled per session."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping
+
+from onnxplug_sdk import (
+    Availability,
+    Capability,
+    CompilingProvider,
+    FusedSubgraph,
+    GraphView,
+    Kernel,
+    KernelContext,
+    Node,
+)
+
+from onnxplug_numba.threads import ThreadControl, max_threads
+
+__version__ = "0.1.0"
+
+
+class NumbaProvider(CompilingProvider):
+    """CPU kernels compiled with numba (BLAS for matrix products).
+
+    Besides single-node kernels it claims two kinds of fused subgraph, each compiled once at
+    session creation: chains of elementwise ops (one generated loop) and Conv followed by
+    BatchNormalization, a residual Add and an activation (weights folded, epilogue fused).
+    """
+
+    name: ClassVar[str] = "numba"
+    aliases: ClassVar[tuple[str, ...]] = ("NumbaExecutionProvider",)
+    version: ClassVar[str] = __version__
+    ops_package: ClassVar[str] = "onnxplug_numba.ops"
+    default_options: ClassVar[Mapping[str, Any]] = {"fuse_elementwise": True, "fuse_conv": True}
+
+    def __init__(self, options: Mapping[str, Any] | None = None, *, intra_op_num_threads: int = 0) -> None:
+        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
+        self.threads = ThreadControl(intra_op_num_threads)
+
+    @classmethod
+    def availability(cls) -> Availability:
+        """Available wherever numba imports (it compiles for the host CPU)."""
+        try:
+            import numba  # noqa: F401
+        except ImportError as e:  # pragma: no cover - numba is a dependency
+            return Availability(False, f"numba cannot be imported: {e}")
+        return Availability(True)
+
+    @classmethod
+    def devices(cls) -> list[str]:
+        """The host CPU and the default thread count."""
+        return [f"cpu (host memory, {max_threads()} threads by default)"]
+
+    def fusable(self, node: Node, view: GraphView) -> bool:
+        """Elementwise nodes the code generator computes exactly at their dtypes."""
+        from onnxplug_numba.fusion.ops import step_for
+
+        return bool(self.options["fuse_elementwise"]) and step_for(node, view.dtype_of) is not None \
+            and elementwise_opset_ok(node)
+
+    def get_capability(self, view: GraphView) -> list[Capability]:
+        """Conv groups first, then elementwise chains, then single nodes."""
+        claims: list[Capability] = []
+        if self.options["fuse_conv"]:
+            from onnxplug_numba.fusion.conv_groups import find_conv_groups
+
+            for group in find_conv_groups(view, self):
+                claims.append(Capability(tuple(group), fused=True, name=f"numba_conv_{group[0].name}"))
+        taken = {id(n) for c in claims for n in c.nodes}
+        rest = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
+        return claims + super().get_capability(rest)
+
+    def compile(self, subgraph: FusedSubgraph, context: KernelContext) -> Kernel:
+        """One kernel for a claimed group: a fused conv, or a generated elementwise loop."""
+        if subgraph.nodes[0].op_type in ("Conv", "FusedConv"):
+            from onnxplug_numba.fusion.conv_groups import FusedConvKernel
+
+            return FusedConvKernel(subgraph, context)
+        from onnxplug_numba.fusion.chain import ChainKernel
+
+        return ChainKernel(subgraph, context)
+
+
+def elementwise_opset_ok(node: Node) -> bool:
+    """Binary ops broadcast ONNX-style only from opset 7 (earlier ones had a ``broadcast`` attribute)."""
+    if node.domain not in ("", "ai.onnx"):
+        return True
+    return len(node.inputs) < 2 or node.opset >= 7 or node.op_type in ("Where",)

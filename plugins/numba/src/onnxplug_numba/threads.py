@@ -1,0 +1,115 @@
+"""Thread control: ``intra_op_num_threads`` threads per kernel call, from one shared pool."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+#: Elementwise work below this many elements stays on the calling thread.
+PARALLEL_MIN_ELEMENTS = 32768
+
+_blas_lock = threading.Lock()
+_blas_current: list[int] = [-1]
+
+
+def max_threads() -> int:
+    """The default thread count: the CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def resolve_threads(requested: int) -> int:
+    """The thread count for a session option: 0 means one per available CPU."""
+    return max_threads() if requested <= 0 else max(1, int(requested))
+
+
+def _find_openblas() -> tuple[object, object] | None:
+    """numpy's bundled OpenBLAS ``set_num_threads``/``get_num_threads``, when found."""
+    libs_dir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs_dir, "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for setter, getter in (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+                               ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+                               ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+                               ("openblas_set_num_threads", "openblas_get_num_threads")):
+            if hasattr(lib, setter) and hasattr(lib, getter):
+                set_fn, get_fn = getattr(lib, setter), getattr(lib, getter)
+                set_fn.argtypes, set_fn.restype = [ctypes.c_int], None
+                get_fn.argtypes, get_fn.restype = [], ctypes.c_int
+                return set_fn, get_fn
+    return None
+
+
+_OPENBLAS = _find_openblas()
+
+
+def blas_threads() -> int | None:
+    """OpenBLAS's current thread count, or None when numpy's BLAS is not a reachable OpenBLAS."""
+    return None if _OPENBLAS is None else int(_OPENBLAS[1]())  # type: ignore[operator]
+
+
+class ThreadControl:
+    """Runs a kernel's work on ``count`` threads: the calling thread plus a shared pool.
+
+    Compiled kernels release the GIL (``nogil=True``) and are called on slices of the work, so
+    all parallelism is this pool's: numba's own thread pool is not used, and OpenBLAS runs one
+    thread per call. No thread of one library then spins while another library's threads need
+    the cores, which on a small machine costs more than any kernel.
+    """
+
+    def __init__(self, requested: int) -> None:
+        self.count = resolve_threads(requested)
+
+    @property
+    def parallel(self) -> bool:
+        """Whether work is split at all."""
+        return self.count > 1
+
+    def run(self, work: Callable[[int, int], None], total: int, grain: int = 1) -> None:
+        """Call ``work(lo, hi)`` over ``range(total)`` cut into at most ``count`` chunks of at least
+        ``grain`` items; the calling thread takes the first chunk. Exceptions propagate."""
+        parts = max(1, min(self.count, total // max(grain, 1)))
+        if parts == 1:
+            if total > 0:
+                work(0, total)
+            return
+        bounds = [total * i // parts for i in range(parts + 1)]
+        pool = _pool(self.count)
+        futures = [pool.submit(work, bounds[i], bounds[i + 1]) for i in range(1, parts)]
+        try:
+            work(bounds[0], bounds[1])
+        finally:
+            for f in futures:
+                f.result()
+
+    def blas(self) -> None:
+        """One OpenBLAS thread per call: callers split matrix products across this pool instead."""
+        if _OPENBLAS is None or _blas_current[0] == 1:
+            return
+        with _blas_lock:
+            _OPENBLAS[0](1)  # type: ignore[operator]
+            _blas_current[0] = 1
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(count: int) -> ThreadPoolExecutor:
+    pool = _pools.get(count)
+    if pool is None:
+        with _blas_lock:
+            pool = _pools.get(count)
+            if pool is None:
+                pool = _pools[count] = ThreadPoolExecutor(count - 1, thread_name_prefix="onnxplug-numba")
+    return pool

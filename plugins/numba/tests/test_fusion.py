@@ -1,0 +1,83 @@
+"""Fused elementwise chains and Conv groups: claimed as one step, compiled once, correct."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from conftest import assert_close, run_numba, run_onnxruntime
+
+
+def chain_model(x_shape, b_shape, *, extra_output: str = "") -> onnx.ModelProto:
+    """y = Sigmoid(Relu(x + b) * 2) - x, plus optionally an intermediate as a second output."""
+    nodes = [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Mul", ["r", "two"], ["m"]), helper.make_node("Sigmoid", ["m"], ["g"]),
+             helper.make_node("Sub", ["g", "x"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if extra_output:
+        outputs.append(helper.make_tensor_value_info(extra_output, TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
+                                               helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape)],
+                              outputs, [onnx.numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("x_shape,b_shape", [((2, 3, 4, 5), (3, 1, 1)), ((4, 5), (4, 5)), ((64, 70), (70,)),
+                                             ((3, 1, 5), (1, 4, 1)), ((), ())])
+def test_chain_is_one_fused_step_and_matches_onnxruntime(rng, x_shape, b_shape):
+    model = chain_model(x_shape, b_shape, extra_output="s")
+    feeds = {"x": rng.standard_normal(x_shape).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32)}
+    got, session = run_numba(model, feeds)
+    assert_close(got, run_onnxruntime(model, feeds))
+    steps = session._plan.steps
+    assert [s.kind for s in steps] == ["fused"], [s.kind for s in steps]
+    assert sorted(steps[0].outputs) == ["s", "y"]
+
+
+def test_chain_with_symbolic_shapes_falls_back_step_by_step_when_an_output_is_smaller(rng):
+    # b's intermediate output "s" only has x's shape when x is the larger; feed a broadcasting b
+    model = chain_model(["n", 4], ["n", 4], extra_output="s")
+    feeds = {"x": rng.standard_normal((1, 4)).astype(np.float32), "b": rng.standard_normal((3, 4)).astype(np.float32)}
+    got, _ = run_numba(model, feeds)
+    assert_close(got, run_onnxruntime(model, feeds))
+
+
+def test_large_chain_runs_the_parallel_variant(rng):
+    model = chain_model((8, 64, 32, 32), (64, 1, 1))
+    feeds = {"x": rng.standard_normal((8, 64, 32, 32)).astype(np.float32),
+             "b": rng.standard_normal((64, 1, 1)).astype(np.float32)}
+    got, _ = run_numba(model, feeds, threads=2)
+    assert_close(got, run_onnxruntime(model, feeds))
+
+
+def test_conv_batchnorm_add_relu_is_one_step(rng):
+    c = 4
+    init = {"w": rng.standard_normal((c, c, 3, 3)).astype(np.float32) * 0.3,
+            "scale": rng.standard_normal(c).astype(np.float32), "bias": rng.standard_normal(c).astype(np.float32),
+            "mean": rng.standard_normal(c).astype(np.float32), "var": rng.random(c).astype(np.float32) + 0.5}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"]),
+             helper.make_node("Add", ["n", "x"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, c, 6, 6))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(v, k) for k, v in init.items()])
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    feeds = {"x": rng.standard_normal((2, c, 6, 6)).astype(np.float32)}
+    got, session = run_numba(model, feeds)
+    assert_close(got, run_onnxruntime(model, feeds))
+    assert [s.kind for s in session._plan.steps] == ["fused"]
+
+
+def test_unfusable_dtype_is_not_chained(rng):
+    """float16 chains are not claimed: with fallback allowed they run on the default provider."""
+    nodes = [helper.make_node("Add", ["x", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "f16", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, (3,))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = np.array([-1.5, 0.25, 3.0], dtype=np.float16)
+    got, session = run_numba(model, {"x": x}, fallback=True)
+    assert {a.provider for a in session.get_node_assignments()} == {"numpy"}
+    np.testing.assert_array_equal(got[0], np.maximum(x + x, 0))
