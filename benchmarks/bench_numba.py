@@ -156,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     emit("The machine was shared with other work while this ran: treat ratios as rough, not exact.")
     emit(f"taken {time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores; {platform.machine()}, numpy {np.__version__}, {args.threads} threads each, "
-          f"interleaved blocks of {args.block_runs} runs x {args.blocks}")
+          f"interleaved blocks of {args.block_runs} runs x {args.blocks}\n")
     emit(markdown_table(["model", "batch", "onnxruntime ms (median)", "numba ms (median)", "ratio"], rows))
     emit(f"\ngeomean ratio numba / onnxruntime: {geomean(ratios):.2f}; worst {max(ratios):.2f}")
     if resnet:
         peak, how = machine_peak_flops()
         emit(f"\nResNet-18 FLOP/s against the machine's peak ({peak / 1e9:.0f} GFLOP/s: {how}; the clock is the "
              "nominal one /proc/cpuinfo reports, boost clocks raise the true peak, so both fractions are upper "
-             "bounds):")
+             "bounds):\n")
         peak_rows = []
         for batch, (flops, t) in sorted(resnet.items()):
             for engine in ("onnxruntime", "numba"):
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         emit(markdown_table(["batch", "engine", "GFLOP per run", "GFLOP/s", "of peak"], peak_rows))
     if not args.skip_compile_cost:
         cost = compile_cost()
-        emit("\nResNet-18 compile cost (fresh process each; creation includes importing numba):")
+        emit("\nResNet-18 compile cost (fresh process each; creation includes importing numba):\n")
         emit(markdown_table(["cache", "session creation s", "first run s", "second run s"],
                              [[k, f"{v['create_s']:.2f}", f"{v['first_run_s']:.2f}", f"{v['second_run_s']:.3f}"]
                               for k, v in cost.items()]))

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import assert_close, node_model, run_numba, run_onnxruntime
+from numba_test_helpers import assert_close, node_model, run_numba, run_onnxruntime
 _PROBE = textwrap.dedent("""
     import json, sys, warnings
     import numpy as np

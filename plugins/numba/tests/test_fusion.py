@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import assert_close, run_numba, run_onnxruntime
+from numba_test_helpers import assert_close, run_numba, run_onnxruntime
 
 
 def chain_model(x_shape, b_shape, *, extra_output: str = "") -> onnx.ModelProto:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import check_against_onnxruntime, node_model
+from numba_test_helpers import check_against_onnxruntime, node_model
 
 CONV_CASES = [
     # (input shape, weight shape, attributes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import check_against_onnxruntime, node_model
+from numba_test_helpers import check_against_onnxruntime, node_model
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((4, 5), (5, 3)), ((2, 3, 4, 5), (5, 6)), ((2, 1, 4, 5), (3, 5, 2)),
