@@ -1,94 +1,144 @@
 """Compiled LSTM and GRU recurrences (default activations), one direction per call.
 
 The input projections of all time steps are one BLAS product done beforehand (``xw``, biases
-included); these loops do the sequential part: the hidden-state products and the gates.
+included); these loops do the sequential part. The hidden-state product of a step is written as
+rows of ``R^T`` (``rt``, (H, gates*H)) scaled by one hidden value and added to the whole batch's
+gate rows, so the innermost loop is contiguous and LLVM vectorises it, and each row of ``rt`` is
+read once per step for the whole batch. float32 uses the vectorisable activations of
+``kernels.fastmath``; float64 uses libm.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
+
+from onnxplug_numba.kernels.fastmath import sigmoid32, tanh32
 
 
-@njit(inline="always", cache=True)
-def _sigmoid(v):  # type: ignore[no-untyped-def]
-    if v >= 0:
-        return 1.0 / (1.0 + np.exp(-v))
-    e = np.exp(v)
-    return e / (1.0 + e)
+def _sigmoid(v):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
 
 
-@njit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)
-def lstm(xw, r, p, has_p, h0, c0, reverse, y, h_out, c_out):  # type: ignore[no-untyped-def]
-    """xw (T, B, 4H) gates i, o, f, c; r (4H, H); p (3H) peepholes i, o, f; y (T, B, H)."""
+def _tanh(v):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_sigmoid)
+def _sigmoid_impl(v):  # type: ignore[no-untyped-def]
+    if v == types.float32:
+        return lambda v: sigmoid32(v)
+
+    def impl(v):  # type: ignore[no-untyped-def]
+        if v >= 0:
+            return 1.0 / (1.0 + np.exp(-v))
+        e = np.exp(v)
+        return e / (1.0 + e)
+    return impl
+
+
+@overload(_tanh)
+def _tanh_impl(v):  # type: ignore[no-untyped-def]
+    if v == types.float32:
+        return lambda v: tanh32(v)
+    return lambda v: np.tanh(v)
+
+
+@njit(inline="always", fastmath={"contract"})
+def _add_products(acc, rt, h, lo, hi):  # type: ignore[no-untyped-def]
+    """acc[b, lo:hi] += sum_j h[b, j] * rt[j, lo:hi] for every batch row b."""
+    batch, hidden = h.shape
+    for j in range(hidden):
+        row = rt[j]
+        for b in range(batch):
+            hj = h[b, j]
+            a = acc[b]
+            for q in range(lo, hi):
+                a[q] += row[q] * hj
+
+
+@njit(nogil=True, fastmath={"contract"}, cache=True)
+def lstm(xw, rt, p, has_p, h0, c0, reverse, y, h_out, c_out):  # type: ignore[no-untyped-def]
+    """xw (T, B, 4H) gates i, o, f, c; rt (H, 4H); p (3H) peepholes i, o, f; h0, c0 (B, H); y (T, B, H)."""
     steps, batch, four = xw.shape
     hidden = four // 4
-    for b in range(batch):
-        h = h0[b].astype(np.float64)
-        c = c0[b].astype(np.float64)
-        gates = np.empty(four, dtype=np.float64)
-        for k in range(steps):
-            t = steps - 1 - k if reverse else k
-            for g in range(four):
-                s = 0.0
+    h = np.empty((batch, hidden), dtype=xw.dtype)
+    c = np.empty((batch, hidden), dtype=xw.dtype)
+    h[:, :] = h0
+    c[:, :] = c0
+    gates = np.empty((batch, four), dtype=xw.dtype)
+    for k in range(steps):
+        t = steps - 1 - k if reverse else k
+        gates[:, :] = xw[t]
+        _add_products(gates, rt, h, 0, four)
+        for b in range(batch):
+            g = gates[b]
+            cb = c[b]
+            hb = h[b]
+            if has_p:
                 for j in range(hidden):
-                    s += r[g, j] * h[j]
-                gates[g] = xw[t, b, g] + s
+                    i = _sigmoid(g[j] + p[j] * cb[j])
+                    f = _sigmoid(g[2 * hidden + j] + p[2 * hidden + j] * cb[j])
+                    cc = f * cb[j] + i * _tanh(g[3 * hidden + j])
+                    cb[j] = cc
+                    hb[j] = _sigmoid(g[hidden + j] + p[hidden + j] * cc) * _tanh(cc)
+            else:
+                for j in range(hidden):
+                    i = _sigmoid(g[j])
+                    f = _sigmoid(g[2 * hidden + j])
+                    cc = f * cb[j] + i * _tanh(g[3 * hidden + j])
+                    cb[j] = cc
+                    hb[j] = _sigmoid(g[hidden + j]) * _tanh(cc)
             for j in range(hidden):
-                gi = gates[j]
-                go = gates[hidden + j]
-                gf = gates[2 * hidden + j]
-                gc = gates[3 * hidden + j]
-                if has_p:
-                    gi += p[j] * c[j]
-                    gf += p[2 * hidden + j] * c[j]
-                i = _sigmoid(gi)
-                f = _sigmoid(gf)
-                c[j] = f * c[j] + i * np.tanh(gc)
-                if has_p:
-                    go += p[hidden + j] * c[j]
-                h[j] = _sigmoid(go) * np.tanh(c[j])
-            for j in range(hidden):
-                y[t, b, j] = h[j]
-        for j in range(hidden):
-            h_out[b, j] = h[j]
-            c_out[b, j] = c[j]
+                y[t, b, j] = hb[j]
+    h_out[:, :] = h
+    c_out[:, :] = c
 
 
-@njit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)
-def gru(xw, r, rb, linear_before_reset, h0, reverse, y, h_out):  # type: ignore[no-untyped-def]
-    """xw (T, B, 3H) gates z, r, h with input biases; r (3H, H); rb (3H) recurrence biases."""
+@njit(nogil=True, fastmath={"contract"}, cache=True)
+def gru(xw, rt, rb, linear_before_reset, h0, reverse, y, h_out):  # type: ignore[no-untyped-def]
+    """xw (T, B, 3H) gates z, r, h with input biases; rt (H, 3H); rb (3H) recurrence biases."""
     steps, batch, three = xw.shape
     hidden = three // 3
-    for b in range(batch):
-        h = h0[b].astype(np.float64)
-        hr = np.empty(three, dtype=np.float64)
-        z = np.empty(hidden, dtype=np.float64)
-        gated = np.empty(hidden, dtype=np.float64)
-        for k in range(steps):
-            t = steps - 1 - k if reverse else k
-            for g in range(2 * hidden):  # z and r: plain hidden products
-                s = 0.0
+    h = np.empty((batch, hidden), dtype=xw.dtype)
+    h[:, :] = h0
+    hr = np.empty((batch, three), dtype=xw.dtype)
+    gated = np.empty((batch, hidden), dtype=xw.dtype)  # r * h, without linear_before_reset
+    z = np.empty(hidden, dtype=xw.dtype)
+    for k in range(steps):
+        t = steps - 1 - k if reverse else k
+        for b in range(batch):
+            hr[b, :] = rb
+        if linear_before_reset:
+            _add_products(hr, rt, h, 0, three)
+            for b in range(batch):
+                x = xw[t, b]
+                a = hr[b]
+                hb = h[b]
                 for j in range(hidden):
-                    s += r[g, j] * h[j]
-                hr[g] = s + rb[g]
-            for j in range(hidden):
-                z[j] = _sigmoid(xw[t, b, j] + hr[j])
-                gated[j] = _sigmoid(xw[t, b, hidden + j] + hr[hidden + j])  # reset gate
-            for g in range(hidden):
-                s = 0.0
-                row = 2 * hidden + g
-                if linear_before_reset:
-                    for j in range(hidden):
-                        s += r[row, j] * h[j]
-                    hr[row] = gated[g] * (s + rb[row])
-                else:
-                    for j in range(hidden):
-                        s += r[row, j] * (gated[j] * h[j])
-                    hr[row] = s + rb[row]
-            for j in range(hidden):
-                cand = np.tanh(xw[t, b, 2 * hidden + j] + hr[2 * hidden + j])
-                h[j] = (1.0 - z[j]) * cand + z[j] * h[j]
-                y[t, b, j] = h[j]
-        for j in range(hidden):
-            h_out[b, j] = h[j]
+                    zj = _sigmoid(x[j] + a[j])
+                    rj = _sigmoid(x[hidden + j] + a[hidden + j])
+                    cand = _tanh(x[2 * hidden + j] + rj * a[2 * hidden + j])
+                    hb[j] = cand + zj * (hb[j] - cand)  # (1 - z) * cand + z * h, in the input's dtype
+                    y[t, b, j] = hb[j]
+        else:
+            _add_products(hr, rt, h, 0, 2 * hidden)
+            for b in range(batch):
+                x = xw[t, b]
+                a = hr[b]
+                for j in range(hidden):
+                    rj = _sigmoid(x[hidden + j] + a[hidden + j])
+                    gated[b, j] = rj * h[b, j]
+            _add_products(hr, rt, gated, 2 * hidden, three)
+            for b in range(batch):
+                x = xw[t, b]
+                a = hr[b]
+                hb = h[b]
+                for j in range(hidden):
+                    z[j] = _sigmoid(x[j] + a[j])
+                for j in range(hidden):
+                    cand = _tanh(x[2 * hidden + j] + a[2 * hidden + j])
+                    hb[j] = cand + z[j] * (hb[j] - cand)
+                    y[t, b, j] = hb[j]
+    h_out[:, :] = h

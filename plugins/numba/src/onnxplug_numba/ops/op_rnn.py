@@ -6,7 +6,7 @@ import numpy as np
 from onnxplug_sdk import GraphView, Node
 
 from onnxplug_numba.kernels import rnn as krnn
-from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same
 from onnxplug_numba.provider import NumbaProvider
 
 _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
@@ -14,6 +14,10 @@ _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
 
 class _Recurrent(NumbaKernel):
     gates = 4
+
+    def __init__(self, node: Node, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(node, context)
+        self._rt: tuple[np.ndarray, list[np.ndarray]] | None = None
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -52,6 +56,21 @@ class _Recurrent(NumbaKernel):
         mode = self.attr("direction", "forward")
         return [False, True] if mode == "bidirectional" else [mode == "reverse"] * dirs
 
+    def transposed_r(self, r: np.ndarray) -> list[np.ndarray]:
+        """``R[d]^T`` per direction, contiguous; kept across runs when R is a constant initializer."""
+        cached = self._rt
+        if cached is not None and cached[0] is r:
+            return cached[1]
+        rt = [np.ascontiguousarray(r[d].T) for d in range(r.shape[0])]
+        if self.node.inputs[2] in self.context.constants:
+            self._rt = (r, rt)
+        return rt
+
+    def each_direction(self, run_one, dirs: int) -> None:  # type: ignore[no-untyped-def]
+        """``run_one(d, reverse)`` for every direction, the directions on separate threads."""
+        modes = self.directions(dirs)
+        self.threads.run(lambda lo, hi: [run_one(d, modes[d]) for d in range(lo, hi)], dirs)
+
     def finish(self, layout: int, y: np.ndarray, *states: np.ndarray) -> tuple[np.ndarray, ...]:
         if layout:  # (T, D, B, H) -> (B, T, D, H); states (D, B, H) -> (B, D, H)
             return (np.ascontiguousarray(y.transpose(2, 0, 1, 3)),
@@ -72,14 +91,20 @@ class LSTM(_Recurrent):
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
         c_out = np.empty_like(h_out)
         flat = x.reshape(steps * batch, -1)
-        for d, reverse in enumerate(self.directions(dirs)):
+        rt = self.transposed_r(r)
+        peep = np.zeros(3 * hidden, dtype=x.dtype)
+
+        def run_one(d: int, reverse: bool) -> None:
             bias = b[d, :4 * hidden] + b[d, 4 * hidden:]
-            xw = (matmul(flat, w[d].T, self.threads) + bias).reshape(steps, batch, 4 * hidden)
-            peep = p[d] if p is not None else np.zeros(3 * hidden, dtype=x.dtype)
+            xw = np.matmul(flat, w[d].T)
+            xw += bias
             y_d = np.empty((steps, batch, hidden), dtype=x.dtype)
-            krnn.lstm(xw, np.ascontiguousarray(r[d]), peep, p is not None, h0[d], c0[d], reverse,
-                      y_d, h_out[d], c_out[d])
+            krnn.lstm(xw.reshape(steps, batch, 4 * hidden), rt[d], p[d] if p is not None else peep,
+                      p is not None, h0[d], c0[d], reverse, y_d, h_out[d], c_out[d])
             y[:, d] = y_d
+
+        self.threads.blas()
+        self.each_direction(run_one, dirs)
         return self.finish(layout, y, h_out, c_out)
 
 
@@ -92,10 +117,17 @@ class GRU(_Recurrent):
         y = np.empty((steps, dirs, batch, hidden), dtype=x.dtype)
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
         flat = x.reshape(steps * batch, -1)
-        for d, reverse in enumerate(self.directions(dirs)):
-            xw = (matmul(flat, w[d].T, self.threads) + b[d, :3 * hidden]).reshape(steps, batch, 3 * hidden)
+        rt = self.transposed_r(r)
+        lbr = bool(self.attr("linear_before_reset", 0))
+
+        def run_one(d: int, reverse: bool) -> None:
+            xw = np.matmul(flat, w[d].T)
+            xw += b[d, :3 * hidden]
             y_d = np.empty((steps, batch, hidden), dtype=x.dtype)
-            krnn.gru(xw, np.ascontiguousarray(r[d]), np.ascontiguousarray(b[d, 3 * hidden:]),
-                     bool(self.attr("linear_before_reset", 0)), h0[d], reverse, y_d, h_out[d])
+            krnn.gru(xw.reshape(steps, batch, 3 * hidden), rt[d], np.ascontiguousarray(b[d, 3 * hidden:]),
+                     lbr, h0[d], reverse, y_d, h_out[d])
             y[:, d] = y_d
+
+        self.threads.blas()
+        self.each_direction(run_one, dirs)
         return self.finish(layout, y, h_out)
