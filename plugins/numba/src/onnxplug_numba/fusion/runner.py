@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import math
+
 import numpy as np
 
 from onnxplug_numba.fusion import cache, codegen
@@ -72,6 +74,7 @@ class ElementwiseRunner:
         self.program = program
         self.threads = threads
         self._layouts: dict[tuple[tuple[int, ...], ...], Layout] = {}
+        self._prepared: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
         self._kernels: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._lock = threading.Lock()
         self._out_dtypes = [np.dtype(d) for d in program.output_dtypes()]
@@ -100,24 +103,43 @@ class ElementwiseRunner:
             self._layouts[key] = layout
         return layout
 
-    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        """The program's outputs for ``inputs`` (broadcast together, ONNX style)."""
-        arrays = [x if x.flags.c_contiguous else np.ascontiguousarray(x) for x in map(np.asarray, inputs)]
-        layout = self._layout([a.shape for a in arrays])
-        outs = [np.empty(layout.out_shape, dtype=d) for d in self._out_dtypes]
+    def _prepare(self, shapes: tuple[tuple[int, ...], ...]) -> tuple[Any, ...]:
+        """What a call with these input shapes needs, worked out once: the compiled loop, the
+        output shape, the loop's extent and grain, and the per-input stride arrays (nd mode)."""
+        layout = self._layout(list(shapes))
         kernel = self.module(layout.mode, layout.kinds).kernel
-        flat_outs = [o.reshape(-1) for o in outs]
         if layout.mode == "flat":
-            args: list[Any] = [a.reshape(-1) for a in arrays] + flat_outs
             total = int(layout.shape[0]) if layout.out_shape else 1
             grain = PARALLEL_MIN_ELEMENTS
         else:
-            args = [layout.shape]
-            for a, st in zip(arrays, layout.strides):
-                args += [a.reshape(-1), st]
-            args += flat_outs
             inner = max(1, int(layout.shape[-1]))
-            total = int(np.prod(layout.shape[:-1]))
+            total = int(math.prod(layout.shape[:-1]))
             grain = max(1, PARALLEL_MIN_ELEMENTS // inner)
-        self.threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
+        serial = not self.threads.parallel or total < 2 * grain
+        prepared = (layout.mode == "flat", kernel, layout.out_shape, total, grain, serial, layout.shape,
+                    layout.strides)
+        self._prepared[shapes] = prepared
+        return prepared
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The program's outputs for ``inputs`` (broadcast together, ONNX style)."""
+        arrays = [x if x.flags.c_contiguous else np.ascontiguousarray(x) for x in map(np.asarray, inputs)]
+        shapes = tuple([a.shape for a in arrays])
+        prepared = self._prepared.get(shapes)
+        if prepared is None:
+            prepared = self._prepare(shapes)
+        flat, kernel, out_shape, total, grain, serial, loop_shape, strides = prepared
+        outs = [np.empty(out_shape, dtype=d) for d in self._out_dtypes]
+        if flat:
+            args: list[Any] = [a.reshape(-1) for a in arrays] + [o.reshape(-1) for o in outs]
+        else:
+            args = [loop_shape]
+            for a, st in zip(arrays, strides):
+                args += [a.reshape(-1), st]
+            args += [o.reshape(-1) for o in outs]
+        if serial:
+            if total > 0:
+                kernel(0, total, *args)
+        else:
+            self.threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
         return outs

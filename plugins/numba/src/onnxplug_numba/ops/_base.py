@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -67,10 +68,11 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return np.matmul(a, b)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    # an upper bound of the batch size is enough to decide the product is too small to share
+    if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < 2_000_000:
+        return np.matmul(a, b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = np.empty((*batch, m, n), dtype=np.result_type(a, b))
-    if 2 * m * n * k * max(1, int(np.prod(batch))) < 2_000_000:  # too small to share
-        return np.matmul(a, b, out=out)
     if m >= 64 or m >= n:
         threads.run(lambda lo, hi: np.matmul(a[..., lo:hi, :], b, out=out[..., lo:hi, :]), m, 8)
     else:

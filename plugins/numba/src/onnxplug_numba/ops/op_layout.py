@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 
 from onnxplug_numba.ops._base import PLAIN_DTYPES, HostKernel
@@ -65,7 +67,7 @@ class Flatten(HostKernel):
         axis = axis + x.ndim if axis < 0 else axis
         if not 0 <= axis <= x.ndim:
             raise ValueError(f"{self.node.describe()}: axis {self.attr('axis', 1)} is out of range for rank {x.ndim}")
-        return np.ascontiguousarray(x).reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))
+        return np.ascontiguousarray(x).reshape(int(math.prod(x.shape[:axis])), int(math.prod(x.shape[axis:])))
 
 
 @op("Squeeze")

@@ -3,6 +3,8 @@ InstanceNormalization: data movement or index logic on plain dtypes, exact with 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnxplug_sdk import GraphView, Node, numpy_dtype
 
@@ -149,7 +151,7 @@ class Hardmax(HostKernel):
         axis = int(self.attr("axis", 1 if self.node.opset < 13 else -1))
         axis = axis + x.ndim if axis < 0 else axis
         if self.node.opset < 13:
-            flat = x.reshape(int(np.prod(x.shape[:axis])), -1)
+            flat = x.reshape(int(math.prod(x.shape[:axis])), -1)
             out = np.zeros_like(flat)
             out[np.arange(flat.shape[0]), np.argmax(flat, axis=1)] = 1
             return out.reshape(x.shape)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
 
@@ -45,7 +47,7 @@ class BatchNormalization(NumbaKernel):
 def _rows(x: np.ndarray, axis: int) -> np.ndarray:
     """``x`` as (prod(shape[:axis]), prod(shape[axis:])), contiguous."""
     axis = axis if axis >= 0 else axis + x.ndim
-    lead = int(np.prod(x.shape[:axis]))
+    lead = int(math.prod(x.shape[:axis]))
     return np.ascontiguousarray(x).reshape(lead, -1)
 
 

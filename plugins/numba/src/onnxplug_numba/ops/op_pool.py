@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnxplug_sdk import GraphView, Node, pool_output_shape, resolve_pads
 
@@ -52,7 +54,7 @@ class _Pool(NumbaKernel):
         self.threads.run(lambda lo, hi: kpool.pool2d(
             x3[lo:hi], self.kind, include, kernel[0], kernel[1], strides[0], strides[1], dilations[0],
             dilations[1], begin[0], begin[1], spatial[0] + end[0], spatial[1] + end[1], y[lo:hi]),
-            n * c, row_grain(int(np.prod(osp)) * kernel[0] * kernel[1]))
+            n * c, row_grain(int(math.prod(osp)) * kernel[0] * kernel[1]))
         return y.reshape(out)
 
 

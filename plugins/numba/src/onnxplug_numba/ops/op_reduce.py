@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnxplug_sdk import GraphView, Node
 
@@ -52,9 +54,9 @@ class Reduce(NumbaKernel):
             x = np.transpose(x, kept + list(axes))
             axes = tuple(range(len(kept), x.ndim))
         x = np.ascontiguousarray(x)
-        outer = int(np.prod(x.shape[:axes[0]])) if axes else int(x.size)
-        count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-        inner = int(np.prod(x.shape[axes[-1] + 1:])) if axes else 1
+        outer = int(math.prod(x.shape[:axes[0]])) if axes else int(x.size)
+        count = int(math.prod([x.shape[a] for a in axes])) if axes else 1
+        inner = int(math.prod(x.shape[axes[-1] + 1:])) if axes else 1
         kind = kreduce.KINDS[self.node.op_type]
         if inner == 1:
             out = np.empty(outer, dtype=x.dtype)

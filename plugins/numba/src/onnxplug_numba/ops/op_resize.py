@@ -6,6 +6,8 @@ per-axis formulation; the compiled kernel applies one table along one axis.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnxplug_sdk import GraphView, Node
 
@@ -163,8 +165,8 @@ class Resize(NumbaKernel):
                 mode, self.attr("nearest_mode", "round_prefer_floor"), float(self.attr("cubic_coeff_a", -0.75)),
                 bool(self.attr("antialias", 0)), bool(self.attr("exclude_outside", 0)), transform,
                 out.shape[axis], size[axis], scale[axis], axis_roi)
-            outer = int(np.prod(out.shape[:axis]))
-            inner = int(np.prod(out.shape[axis + 1:]))
+            outer = int(math.prod(out.shape[:axis]))
+            inner = int(math.prod(out.shape[axis + 1:]))
             y = np.empty((outer, size[axis], inner), dtype=x.dtype)
             if y.size:
                 src = np.ascontiguousarray(out).reshape(outer, out.shape[axis], inner)

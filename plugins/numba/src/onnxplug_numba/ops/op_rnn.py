@@ -1,4 +1,9 @@
-"""LSTM and GRU with the default activations: BLAS input projections + compiled recurrences."""
+"""LSTM and GRU with the default activations: BLAS input projections + compiled recurrences.
+
+The input projections of every direction and time step are one matrix product on the calling
+thread (BLAS runs badly when two threads call it at once); the recurrences, which release the
+GIL and call no BLAS, then run one direction (or one band of the batch) per thread.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import numpy as np
 from onnxplug_sdk import GraphView, Node
 
 from onnxplug_numba.kernels import rnn as krnn
-from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
 from onnxplug_numba.provider import NumbaProvider
 
 _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
@@ -17,7 +22,7 @@ class _Recurrent(NumbaKernel):
 
     def __init__(self, node: Node, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(node, context)
-        self._rt: tuple[np.ndarray, list[np.ndarray]] | None = None
+        self._packed: tuple[tuple[object, ...], tuple[np.ndarray, np.ndarray, list[np.ndarray]]] | None = None
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -56,20 +61,41 @@ class _Recurrent(NumbaKernel):
         mode = self.attr("direction", "forward")
         return [False, True] if mode == "bidirectional" else [mode == "reverse"] * dirs
 
-    def transposed_r(self, r: np.ndarray) -> list[np.ndarray]:
-        """``R[d]^T`` per direction, contiguous; kept across runs when R is a constant initializer."""
-        cached = self._rt
-        if cached is not None and cached[0] is r:
+    def packed(self, w: np.ndarray, r: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """``W^T`` of all directions side by side (K, D*G*H), their input biases (D*G*H) and
+        ``R[d]^T`` per direction; kept across runs when W, R and B are constant initializers."""
+        key = (w, r, b)
+        cached = self._packed
+        if cached is not None and all(a is k for a, k in zip(cached[0], key)):
             return cached[1]
-        rt = [np.ascontiguousarray(r[d].T) for d in range(r.shape[0])]
-        if self.node.inputs[2] in self.context.constants:
-            self._rt = (r, rt)
-        return rt
+        dirs, rows, _ = w.shape
+        wt = np.ascontiguousarray(w.reshape(dirs * rows, -1).T)
+        bias = self.input_bias(b, rows).reshape(-1)
+        rt = [np.ascontiguousarray(r[d].T) for d in range(dirs)]
+        names = self.node.inputs
+        if all(i < len(names) and names[i] in self.context.constants for i in (1, 2, 3)):
+            self._packed = (key, (wt, bias, rt))
+        return wt, bias, rt
 
-    def each_direction(self, run_one, dirs: int) -> None:  # type: ignore[no-untyped-def]
-        """``run_one(d, reverse)`` for every direction, the directions on separate threads."""
+    def input_bias(self, b: np.ndarray, rows: int) -> np.ndarray:
+        """The bias added to the input projections, per direction (D, G*H)."""
+        return b[:, :rows]
+
+    def projections(self, x: np.ndarray, wt: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """x (T, B, K) @ W^T + bias for all directions: (T, B, D*G*H)."""
+        steps, batch, _ = x.shape
+        xw = matmul(x.reshape(steps * batch, -1), wt, self.threads)
+        xw += bias
+        return xw.reshape(steps, batch, -1)
+
+    def each_direction(self, run_one, dirs: int, batch: int) -> None:  # type: ignore[no-untyped-def]
+        """``run_one(d, reverse, lo, hi)`` for every direction and band of batch rows: the
+        directions on separate threads, or (one direction) bands of the batch."""
         modes = self.directions(dirs)
-        self.threads.run(lambda lo, hi: [run_one(d, modes[d]) for d in range(lo, hi)], dirs)
+        bands = 1 if dirs > 1 or batch < 2 else min(self.threads.count, batch)
+        tasks = [(d, batch * i // bands, batch * (i + 1) // bands) for d in range(dirs) for i in range(bands)]
+        self.threads.run(lambda lo, hi: [run_one(d, modes[d], b0, b1) for d, b0, b1 in tasks[lo:hi]],
+                         len(tasks))
 
     def finish(self, layout: int, y: np.ndarray, *states: np.ndarray) -> tuple[np.ndarray, ...]:
         if layout:  # (T, D, B, H) -> (B, T, D, H); states (D, B, H) -> (B, D, H)
@@ -80,6 +106,9 @@ class _Recurrent(NumbaKernel):
 
 @NumbaProvider.kernel("LSTM", 7)
 class LSTM(_Recurrent):
+    def input_bias(self, b: np.ndarray, rows: int) -> np.ndarray:
+        return b[:, :rows] + b[:, rows:]  # LSTM has no bias inside a gate: both add up front
+
     def compute(self, x, w, r, b=None, seq=None, h0=None, c0=None, p=None):  # type: ignore[no-untyped-def]
         layout, x, steps, batch, dirs, hidden, b, h0 = self.prepare(x, w, r, b, h0)
         if c0 is None:
@@ -90,21 +119,19 @@ class LSTM(_Recurrent):
         y = np.empty((steps, dirs, batch, hidden), dtype=x.dtype)
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
         c_out = np.empty_like(h_out)
-        flat = x.reshape(steps * batch, -1)
-        rt = self.transposed_r(r)
+        wt, bias, rt = self.packed(w, r, b)
+        xw = self.projections(x, wt, bias)
         peep = np.zeros(3 * hidden, dtype=x.dtype)
+        g = 4 * hidden
 
-        def run_one(d: int, reverse: bool) -> None:
-            bias = b[d, :4 * hidden] + b[d, 4 * hidden:]
-            xw = np.matmul(flat, w[d].T)
-            xw += bias
-            y_d = np.empty((steps, batch, hidden), dtype=x.dtype)
-            krnn.lstm(xw.reshape(steps, batch, 4 * hidden), rt[d], p[d] if p is not None else peep,
-                      p is not None, h0[d], c0[d], reverse, y_d, h_out[d], c_out[d])
-            y[:, d] = y_d
+        def run_one(d: int, reverse: bool, lo: int, hi: int) -> None:
+            y_d = np.empty((steps, hi - lo, hidden), dtype=x.dtype)
+            krnn.lstm(np.ascontiguousarray(xw[:, lo:hi, d * g:(d + 1) * g]), rt[d],
+                      p[d] if p is not None else peep, p is not None, h0[d, lo:hi], c0[d, lo:hi],
+                      reverse, y_d, h_out[d, lo:hi], c_out[d, lo:hi])
+            y[:, d, lo:hi] = y_d
 
-        self.threads.blas()
-        self.each_direction(run_one, dirs)
+        self.each_direction(run_one, dirs, batch)
         return self.finish(layout, y, h_out, c_out)
 
 
@@ -116,18 +143,16 @@ class GRU(_Recurrent):
         layout, x, steps, batch, dirs, hidden, b, h0 = self.prepare(x, w, r, b, h0)
         y = np.empty((steps, dirs, batch, hidden), dtype=x.dtype)
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
-        flat = x.reshape(steps * batch, -1)
-        rt = self.transposed_r(r)
+        wt, bias, rt = self.packed(w, r, b)
+        xw = self.projections(x, wt, bias)
         lbr = bool(self.attr("linear_before_reset", 0))
+        g = 3 * hidden
 
-        def run_one(d: int, reverse: bool) -> None:
-            xw = np.matmul(flat, w[d].T)
-            xw += b[d, :3 * hidden]
-            y_d = np.empty((steps, batch, hidden), dtype=x.dtype)
-            krnn.gru(xw.reshape(steps, batch, 3 * hidden), rt[d], np.ascontiguousarray(b[d, 3 * hidden:]),
-                     lbr, h0[d], reverse, y_d, h_out[d])
-            y[:, d] = y_d
+        def run_one(d: int, reverse: bool, lo: int, hi: int) -> None:
+            y_d = np.empty((steps, hi - lo, hidden), dtype=x.dtype)
+            krnn.gru(np.ascontiguousarray(xw[:, lo:hi, d * g:(d + 1) * g]), rt[d],
+                     np.ascontiguousarray(b[d, g:]), lbr, h0[d, lo:hi], reverse, y_d, h_out[d, lo:hi])
+            y[:, d, lo:hi] = y_d
 
-        self.threads.blas()
-        self.each_direction(run_one, dirs)
+        self.each_direction(run_one, dirs, batch)
         return self.finish(layout, y, h_out)
