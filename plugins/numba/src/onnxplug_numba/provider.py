@@ -69,6 +69,10 @@ class NumbaProvider(CompilingProvider):
                 claims.append(Capability(tuple(group), fused=True, name=f"numba_conv_{group[0].name}"))
         taken = {id(n) for c in claims for n in c.nodes}
         rest = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
+        if view.graph.parent is not None:  # a subgraph: add the element types its values lack
+            from onnxplug_numba.subgraph_types import TypedView
+
+            rest = TypedView(rest)
         return claims + super().get_capability(rest)
 
     def compile(self, subgraph: FusedSubgraph, context: KernelContext) -> Kernel:

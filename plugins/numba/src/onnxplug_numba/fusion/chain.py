@@ -33,6 +33,10 @@ class ChainKernel(Kernel):
         super().__init__(subgraph.nodes[0], context)
         self.subgraph = subgraph
         view = subgraph.view
+        if view.graph.parent is not None:  # a subgraph: the element types the provider claimed with
+            from onnxplug_numba.subgraph_types import TypedView
+
+            view = TypedView(view)
         steps = []
         for node in subgraph.nodes:
             step = step_for(node, view.dtype_of)

@@ -27,14 +27,14 @@ class ElementwiseKernel(NumbaKernel):
         return elementwise_opset_ok(node) and step_for(node, view.dtype_of) is not None
 
     def _runner(self, inputs: tuple[np.ndarray | None, ...]) -> tuple[ElementwiseRunner, list[int]]:
-        key = tuple(x.dtype.name if x is not None else "" for x in inputs)
+        key = tuple([x.dtype if x is not None else None for x in inputs])  # dtype objects hash fast
         found = self._runners.get(key)
         if found is None:
             with self._lock:
                 dtypes = {name: np.dtype(d) for name, d in zip(self.node.inputs, key) if name}
                 step = step_for(self.node, lambda n: dtypes.get(n))
                 if step is None:
-                    raise TypeError(f"{self.node.describe()}: inputs of dtypes {list(key)} are not "
+                    raise TypeError(f"{self.node.describe()}: inputs of dtypes {[str(d) for d in key]} are not "
                                     "supported by the numba provider")
                 names = list(dict.fromkeys(n for n in self.node.inputs if n))
                 positions = [self.node.inputs.index(n) for n in names]
