@@ -41,8 +41,9 @@ def load_model(source: ModelSource) -> Model:
         nodes = [proto.graph.node[i] for i in order]
         del proto.graph.node[:]
         proto.graph.node.extend(nodes)
-    _run_checker(proto, label)
-    _infer_types(proto, model.graph)
+    size = proto.ByteSize()  # walks the whole message: once, for both steps below
+    serialized = _run_checker(proto, label, size)
+    _infer_types(proto, model.graph, size, serialized)
     return model
 
 
@@ -200,32 +201,40 @@ def _sparse_to_dense(st: onnx.SparseTensorProto, values: np.ndarray) -> np.ndarr
     return dense
 
 
-def _run_checker(proto: onnx.ModelProto, label: str) -> None:
-    """The onnx checker catches what the structural checks do not (attribute types, arity)."""
-    if proto.ByteSize() > _TWO_GB:
-        return
+def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
+    """The onnx checker catches what the structural checks do not (attribute types, arity).
+
+    Returns the serialized model the checker read when it is also the model as loaded, so shape
+    inference need not serialize it again (None otherwise)."""
+    if size > _TWO_GB:
+        return None
     # An input or output of unknown rank is valid at run time (onnxruntime accepts it), but the
     # checker insists on a shape field: give it an empty one for the check only.
     unranked = [vi.type.tensor_type for vi in [*proto.graph.input, *proto.graph.output]
                 if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
     for t in unranked:
         t.shape.SetInParent()
+    serialized = proto.SerializeToString()
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(serialized)
     except onnx.checker.ValidationError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid model"
         raise ModelValidationError(f"model {label}: onnx checker: {first}") from None
     finally:
         for t in unranked:
             t.ClearField("shape")
+    return None if unranked else serialized
 
 
-def _infer_types(proto: onnx.ModelProto, graph: Graph) -> None:
-    """Fill value infos from onnx shape inference; a model it cannot infer still runs."""
-    if proto.ByteSize() > _TWO_GB:
+def _infer_types(proto: onnx.ModelProto, graph: Graph, size: int, serialized: bytes | None = None) -> None:
+    """Fill value infos from onnx shape inference; a model it cannot infer still runs.
+
+    ``size`` is ``proto.ByteSize()``; ``serialized``, when given, is ``proto`` serialized."""
+    if size > _TWO_GB:
         return
     try:
-        inferred = shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+        inferred = shape_inference.infer_shapes(proto if serialized is None else serialized, check_type=False,
+                                                strict_mode=False, data_prop=True)
     except Exception:  # onnx raises several types; inference is an optimisation here
         return
     known = {vi.name for vi in graph.inputs} | {vi.name for vi in graph.outputs}

@@ -36,17 +36,36 @@ class ConstantSharing(GraphRewritePass):
                 continue
             groups.setdefault((value.dtype.str, value.shape), []).append(name)
         shared = 0
-        for names in groups.values():
-            if len(names) < 2:  # hash only constants that have a same-shaped twin
+        for same_shape in groups.values():
+            if len(same_shape) < 2:  # hash only constants that have a same-shaped twin
                 continue
-            first: dict[str, str] = {}
-            for name in names:
-                keep = first.setdefault(self._digest(graph.initializers[name]), name)
-                if keep != name:
-                    index.replace_uses(name, keep)
-                    del graph.initializers[name]
-                    shared += 1
+            for names in self._by_sample(graph.initializers, same_shape):
+                shared += self._share(index, names)
         return {"shared": shared}
+
+    @staticmethod
+    def _by_sample(initializers: dict[str, np.ndarray], names: list[str]) -> list[list[str]]:
+        """``names`` split by a few hundred sampled elements: equal constants always share a
+        group, and most unequal ones are told apart without hashing all their bytes."""
+        found: dict[bytes, list[str]] = {}
+        for name in names:
+            flat = np.ascontiguousarray(initializers[name]).reshape(-1)
+            sample = flat[::max(1, flat.size // 256)].tobytes()
+            found.setdefault(sample, []).append(name)
+        return [group for group in found.values() if len(group) > 1]
+
+    def _share(self, index: GraphIndex, names: list[str]) -> int:
+        """Point readers of byte-equal constants among ``names`` at the first of them."""
+        graph = index.graph
+        shared = 0
+        first: dict[str, str] = {}
+        for name in names:
+            keep = first.setdefault(self._digest(graph.initializers[name]), name)
+            if keep != name:
+                index.replace_uses(name, keep)
+                del graph.initializers[name]
+                shared += 1
+        return shared
 
 
 PASSES = [ConstantSharing]

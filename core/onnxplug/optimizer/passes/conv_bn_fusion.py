@@ -11,6 +11,9 @@ from onnxplug.optimizer.rewrite import GraphIndex
 from onnxplug.options import GraphOptimizationLevel
 
 
+_NATIVE_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
 def conv_params(index: GraphIndex, conv: Node) -> tuple[np.ndarray, np.ndarray | None] | None:
     """(W, B) of a Conv whose weight (and bias, if any) are constants; None otherwise."""
     if conv.op_type != "Conv" or conv.domain != "" or len(conv.inputs) < 2:
@@ -59,7 +62,14 @@ class ConvBatchNormFusion(GraphRewritePass):
                 continue
             scale = gamma / np.sqrt(var + float(bn.attr("epsilon", 1e-5)))
             old_bias = np.zeros(weight.shape[0]) if bias is None else bias.astype(np.float64)
-            new_w = (weight.astype(np.float64) * scale.reshape(-1, *[1] * (weight.ndim - 1))).astype(weight.dtype)
+            column = scale.reshape(-1, *[1] * (weight.ndim - 1))
+            if weight.dtype in _NATIVE_FLOATS:
+                # computed in float64 and rounded once to the weight's dtype, without float64 copies
+                # of the whole weight: the same values as the general line below
+                new_w = np.empty_like(weight)
+                np.multiply(weight, column, out=new_w, dtype=np.float64, casting="unsafe")
+            else:
+                new_w = (weight.astype(np.float64) * column).astype(weight.dtype)
             new_b = ((old_bias - mean) * scale + beta).astype(weight.dtype)
             set_conv_params(index, conv, new_w, new_b)
             index.absorb(conv, [bn], bn.outputs[0])
