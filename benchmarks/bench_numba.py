@@ -9,7 +9,8 @@
    ours / onnxruntime per model and batch, geomean and worst ratio.
 2. Compile cost for ResNet-18, each in a fresh process: session creation and first run with an
    empty compiled-code cache (cold), then again with the cache the cold process left (warm).
-   Creation includes importing numba and the provider.
+   Creation includes importing numba and the provider. Both caches hold numba's machine code and
+   Python's bytecode (the cold process starts with neither).
 3. ResNet-18's FLOP/s (2 x multiply-adds of its Conv and Gemm nodes / median latency) as a fraction
    of the machine's peak (cores x clock x FLOPs per cycle from the CPU's SIMD flags), for both.
 
@@ -60,6 +61,11 @@ def compile_cost() -> dict[str, dict[str, float]]:
     """Cold then warm ResNet-18 session creation and first run, each in a fresh process."""
     with tempfile.TemporaryDirectory(prefix="onnxplug-numba-bench-") as cache:
         env = {**os.environ, "ONNXPLUG_NUMBA_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache}
+        # Python bytecode is cached too, as for any installed package (pip compiles it at install);
+        # without it every fresh process recompiles each module's source. In a private folder, so
+        # the cold process really starts without it.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(cache, "pycache")
         out = {}
         for label in ("cold", "warm"):
             done = subprocess.run([sys.executable, "-c", _COLD_WARM], env=env, capture_output=True, text=True,

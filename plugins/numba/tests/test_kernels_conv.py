@@ -21,6 +21,13 @@ CONV_CASES = [
     # large enough for the pitched im2col over a padded image (and for sharing across threads)
     ((2, 4, 40, 36), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
     ((1, 4, 40, 40), (4, 2, 3, 3), {"pads": [2, 1, 0, 2], "dilations": [2, 2], "group": 2}),
+    # depthwise 3x3 with rows of 8+ outputs: the register-summed row kernel (step 1, step 2 over
+    # even/odd columns, dilation, uneven pads, channel multiplier), and step 2 with dilation
+    ((2, 3, 20, 23), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    ((1, 3, 33, 34), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((1, 3, 34, 35), (3, 1, 3, 3), {"group": 3, "pads": [0, 1, 1, 0], "strides": [1, 2]}),
+    ((1, 2, 24, 26), (4, 1, 3, 3), {"group": 2, "dilations": [2, 3], "pads": [2, 2, 1, 3]}),
+    ((1, 2, 40, 41), (2, 1, 3, 3), {"group": 2, "dilations": [1, 2], "strides": [2, 2]}),
 ]
 
 
