@@ -4,21 +4,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import threadpoolctl
-
 from onnxplug.ir import Node
 from onnxplug.kernel import Kernel
 from onnxplug.provider import ExecutionProvider
+from onnxplug.providers.numpy.blas import PRODUCT_THREADS
 from onnxplug.providers.numpy.registry import REGISTRY
-
-
-def limit_blas_threads(threads: int) -> None:
-    """Size the BLAS thread pool (MatMul, Gemm, Conv) to ``intra_op_num_threads``.
-
-    The pool belongs to the process, as numpy's BLAS has only one: the last session created with a
-    thread count sets it for all.
-    """
-    threadpoolctl.threadpool_limits(limits=threads, user_api="blas")
 
 
 class NumpyProvider(ExecutionProvider):
@@ -31,8 +21,8 @@ class NumpyProvider(ExecutionProvider):
     def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
         super().__init__(options, intra_op_num_threads=intra_op_num_threads)
         self.kernel_registry = REGISTRY
-        if intra_op_num_threads > 0:
-            limit_blas_threads(intra_op_num_threads)
+        # process-wide, as numpy's BLAS: the last session created sets it for all
+        PRODUCT_THREADS.configure(intra_op_num_threads)
 
     @classmethod
     def devices(cls) -> list[str]:

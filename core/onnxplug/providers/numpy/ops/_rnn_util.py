@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 
 Activation = Callable[[np.ndarray], np.ndarray]
@@ -134,7 +135,7 @@ class RecurrentKernel(NumpyKernel):
         hidden = gh // self.gates
         dtype = x.dtype
         # input projection for every step and direction: (D, S*B, G*H)
-        xw = np.matmul(x.reshape(seq * batch, -1), w.transpose(0, 2, 1)).reshape(d_count, seq, batch, gh)
+        xw = matmul(x.reshape(seq * batch, -1), w.transpose(0, 2, 1)).reshape(d_count, seq, batch, gh)
         rb = None
         if b is not None:
             wb, rb = b[:, :gh], b[:, gh:]

@@ -1,4 +1,5 @@
 import numpy as np
+from onnxplug.providers.numpy.blas import matmul
 from onnx import helper
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
@@ -62,7 +63,7 @@ class Attention(NumpyKernel):
         if k.shape[1] != q.shape[1]:  # grouped-query attention: each KV head serves a run of Q heads
             reps = q.shape[1] // k.shape[1]
             k, v = np.repeat(k, reps, axis=1), np.repeat(v, reps, axis=1)
-        scores = np.matmul(q * root, (k * root).transpose(0, 1, 3, 2))
+        scores = matmul(q * root, (k * root).transpose(0, 1, 3, 2))
         softcap = float(self.attr("softcap", 0.0))
         if softcap > 0:
             scores = np.tanh(scores / dtype.type(softcap)) * dtype.type(softcap)
@@ -80,7 +81,7 @@ class Attention(NumpyKernel):
             probs = np.where(masked_rows, probs.dtype.type(0), probs)
         if mode == 3:
             qk_out = probs
-        y = np.matmul(probs.astype(dtype, copy=False), v).astype(dtype, copy=False)
+        y = matmul(probs.astype(dtype, copy=False), v).astype(dtype, copy=False)
         if three_d:
             y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
         return y, present_k, present_v, qk_out.astype(dtype, copy=False)

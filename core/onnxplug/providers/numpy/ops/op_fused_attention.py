@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
@@ -29,13 +30,13 @@ class MultiHeadAttention(NumpyKernel):
         q = (query * query.dtype.type(scale)).reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
         k = key.reshape(batch, length, heads, head_size).transpose(0, 2, 3, 1)
         v = value.reshape(batch, length, heads, value.shape[2] // heads).transpose(0, 2, 1, 3)
-        scores = np.matmul(q, k)
+        scores = matmul(q, k)
         if bias is not None:
             scores += bias
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
-        context = np.matmul(scores, v)
+        context = matmul(scores, v)
         return np.ascontiguousarray(context.transpose(0, 2, 1, 3)).reshape(batch, seq, -1).astype(
             query.dtype, copy=False)
 

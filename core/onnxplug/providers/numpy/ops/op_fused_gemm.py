@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
@@ -18,7 +19,7 @@ class FusedGemm(NumpyKernel):
     def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
         alpha = float(self.attr("alpha", 1.0))
         beta = float(self.attr("beta", 1.0))
-        y = np.matmul(a.T if self.attr("transA", 0) else a, b.T if self.attr("transB", 0) else b)
+        y = matmul(a.T if self.attr("transA", 0) else a, b.T if self.attr("transB", 0) else b)
         if alpha != 1.0:
             y *= y.dtype.type(alpha)
         if c is not None and beta != 0.0:
@@ -36,7 +37,7 @@ class FusedMatMul(NumpyKernel):
     """A @ B (ai.onnx MatMul broadcasting), then the activation in place."""
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return apply_activation(np.asarray(np.matmul(a, b), dtype=a.dtype), self.attr("activation", ""),
+        return apply_activation(np.asarray(matmul(a, b), dtype=a.dtype), self.attr("activation", ""),
                                 self.attr("activation_params", []) or [])
 
     @classmethod

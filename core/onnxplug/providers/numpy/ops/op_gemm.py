@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._nn_util import blas_dtype
 from onnxplug.providers.numpy.registry import op
@@ -19,7 +20,7 @@ class Gemm(NumpyKernel):
         beta = float(self.attr("beta", 1.0))
         a = a.T if self.attr("transA", 0) else a
         b = b.T if self.attr("transB", 0) else b
-        y = np.matmul(a, b)
+        y = matmul(a, b)
         if alpha != 1.0:
             y *= y.dtype.type(alpha)
         if c is not None and beta != 0.0:

@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel, augmented_weights, state_buffer
 from onnxplug.providers.numpy.registry import op
 
@@ -24,7 +25,7 @@ class GRU(RecurrentKernel):
         hr = np.empty(h.shape[:-1] + (3 * hs if lbr else 2 * hs,), dtype=x.dtype)
         for t in range(p.seq):
             feed = p.feed[t]
-            np.matmul(h, p.rt if lbr else rt_zr, out=hr)
+            matmul(h, p.rt if lbr else rt_zr, out=hr)
             zr = hr[..., :2 * hs]
             zr += feed[..., :2 * hs]
             zr = self.act(0, zr)
@@ -35,7 +36,7 @@ class GRU(RecurrentKernel):
                     n += rb_h
                 n *= rg
             else:
-                n = np.matmul(rg * h, rt_h)
+                n = matmul(rg * h, rt_h)
                 if rb_h is not None:
                     n += rb_h
             n += feed[..., 2 * hs:]

@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel, augmented_weights, state_buffer
 from onnxplug.providers.numpy.registry import op
 
@@ -29,7 +30,7 @@ class LSTM(RecurrentKernel):
         ys = np.empty((p.seq, self.num_directions, p.batch, hs), dtype=x.dtype)
         g = np.empty(h.shape[:-1] + (4 * hs,), dtype=x.dtype)
         for t in range(p.seq):
-            np.matmul(h, p.rt, out=g)
+            matmul(h, p.rt, out=g)
             g += p.feed[t]
             gi, go, gf, gc = g[..., :hs], g[..., hs:2 * hs], g[..., 2 * hs:3 * hs], g[..., 3 * hs:]
             if fused:

@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._nn_util import blas_dtype
 from onnxplug.providers.numpy.registry import op
@@ -13,5 +14,5 @@ class MatMul(NumpyKernel):
     def compute(self, a, b):
         dt = blas_dtype(a.dtype)
         if dt == a.dtype:
-            return np.asarray(np.matmul(a, b))
-        return np.matmul(a.astype(dt), b.astype(dt)).astype(a.dtype)
+            return np.asarray(matmul(a, b))
+        return matmul(a.astype(dt), b.astype(dt)).astype(a.dtype)

@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel
 from onnxplug.providers.numpy.registry import op
 
@@ -17,7 +18,7 @@ class RNN(RecurrentKernel):
         ys = np.empty((p.seq, self.num_directions, p.batch, p.hidden), dtype=x.dtype)
         g = np.empty_like(h)
         for t in range(p.seq):
-            np.matmul(h, p.rt, out=g)
+            matmul(h, p.rt, out=g)
             g += p.feed[t]
             hn = self.act(0, g)
             mask = p.step_mask(t)
