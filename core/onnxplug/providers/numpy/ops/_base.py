@@ -43,18 +43,23 @@ class ReduceKernel(NumpyKernel):
     #: The opset from which ``axes`` is the second input instead of an attribute.
     axes_input_since: ClassVar[int] = 18
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.keepdims = bool(self.attr("keepdims", 1))
+        self.noop_with_empty_axes = bool(self.attr("noop_with_empty_axes", 0))
+        attr_axes = self.attr("axes") if node.opset < self.axes_input_since else None
+        # an absent or empty ``axes`` attribute reduces over every axis
+        self.attr_axes = tuple(int(a) for a in attr_axes) if attr_axes else None
+
     def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
-        keepdims = bool(self.attr("keepdims", 1))
         if self.node.opset < self.axes_input_since:
-            attr_axes = self.attr("axes")
-            # an absent or empty ``axes`` attribute reduces over every axis
-            axes_t = tuple(int(a) for a in attr_axes) if attr_axes else None
+            axes_t = self.attr_axes
         else:
             axes_t = None if axes is None or axes.size == 0 else tuple(int(a) for a in axes.reshape(-1))
-            if axes_t is None and self.attr("noop_with_empty_axes", 0):
+            if axes_t is None and self.noop_with_empty_axes:
                 # reduce over no axis: each element alone (x*x for ReduceSumSquare, log x for ReduceLogSum)
                 axes_t = ()
-        out = self.op(x, axes_t, keepdims)
+        out = self.op(x, axes_t, self.keepdims)
         return np.asarray(out, dtype=self.out_dtype(x))
 
     def out_dtype(self, x: np.ndarray) -> np.dtype:

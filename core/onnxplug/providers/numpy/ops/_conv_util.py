@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from onnxplug.providers.numpy.blas import matmul
 from numpy.lib.stride_tricks import as_strided
 
 
@@ -111,7 +112,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
     else:
         cols, out_sp = im2col(xp, kernel, strides, dilations, group)
         wm = w.reshape(group, m // group, -1)
-        y = np.matmul(wm, cols).reshape((n, m) + tuple(out_sp))
+        y = matmul(wm, cols).reshape((n, m) + tuple(out_sp))
     if b is not None:
         y += b.reshape((m,) + (1,) * nd)
     return y
@@ -126,9 +127,9 @@ def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int)
     m = w.shape[0]
     p = int(np.prod(out_sp))
     if group == 1:
-        y = np.matmul(w.reshape(m, c), xp.reshape(n, c, p))
+        y = matmul(w.reshape(m, c), xp.reshape(n, c, p))
     else:
-        y = np.matmul(w.reshape(group, m // group, c // group), xp.reshape(n, group, c // group, p))
+        y = matmul(w.reshape(group, m // group, c // group), xp.reshape(n, group, c // group, p))
     return y.reshape((n, m) + tuple(out_sp))
 
 
@@ -163,6 +164,11 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations:
     return out
 
 
+#: Bytes of input rows, accumulator and temporary that one block of channels of a depthwise conv
+#: keeps in cache: every kernel offset makes two passes over them, so they should not go to memory.
+DEPTHWISE_BLOCK_BYTES = 2 << 20
+
+
 def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
                     out: np.ndarray) -> None:
     """Depthwise conv (one input channel per group, ``mult`` outputs each) as a sum of shifted rows,
@@ -170,6 +176,7 @@ def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilat
 
     The input is split into stride phases and flattened, so every kernel offset reads one long
     contiguous row per channel; the result is computed over full padded rows and cropped once.
+    Channels go in cache-sized blocks, one image at a time.
     """
     n, c = xp.shape[:2]
     mult = w.shape[0] // c
@@ -185,20 +192,28 @@ def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilat
     flat = ph.reshape(ph.shape[:nd + 2] + (-1,)) if strided else ph.reshape(n, c, -1)
     length = sum((o - 1) * r for o, r in zip(out_sp, row_strides)) + 1
     y = np.empty((n, c, mult, out_sp[0] * row_strides[0]), dtype=out.dtype)
-    acc = y[..., :length]
-    tmp = np.empty((n, c, mult, length), dtype=out.dtype)
     wk = w.reshape((c, mult, -1))
+    taps = []  # (rows of the tap's stride phase, offset into them, weight index)
     for flat_idx, idx in enumerate(np.ndindex(*kernel)):
         pos = [i * d for i, d in zip(idx, dilations)]
         phase = tuple(p % s for p, s in zip(pos, strides))
         off = sum((p // s) * r for p, s, r in zip(pos, strides, row_strides))
-        src = flat[phase] if strided else flat
-        seg = src[:, :, None, off:off + length]
-        if flat_idx == 0:
-            np.multiply(seg, wk[:, :, 0, None], out=acc)
-        else:
-            np.multiply(seg, wk[:, :, flat_idx, None], out=tmp)
-            acc += tmp
+        taps.append((flat[phase] if strided else flat, off, flat_idx))
+    block = max(1, min(c, DEPTHWISE_BLOCK_BYTES // (3 * mult * length * y.itemsize)))
+    tmp = np.empty((block, mult, length), dtype=out.dtype)
+    multiply = np.multiply
+    for image in range(n):
+        for c0 in range(0, c, block):
+            c1 = min(c, c0 + block)
+            acc = y[image, c0:c1, :, :length]
+            t = tmp[:c1 - c0]
+            for k, (src, off, widx) in enumerate(taps):
+                seg = src[image, c0:c1, None, off:off + length]
+                if k == 0:
+                    multiply(seg, wk[c0:c1, :, widx, None], out=acc)
+                else:
+                    multiply(seg, wk[c0:c1, :, widx, None], out=t)
+                    acc += t
     y = y.reshape((n, c, mult, out_sp[0]) + tuple(rows[1:]))
     y = y[(Ellipsis,) + tuple(slice(0, o) for o in out_sp[1:])] if nd > 1 else y
     np.copyto(out.reshape((n, c, mult) + tuple(out_sp)), y)
@@ -235,7 +250,7 @@ def conv_transpose_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride
     p = int(np.prod(in_sp))
     kk = int(np.prod(kernel))
     wt = w.reshape(group, c // group, mg * kk).transpose(0, 2, 1)  # (G, Mg*K, Cg)
-    cols = np.matmul(wt, x.reshape(n, group, c // group, p))  # (N, G, Mg*K, P)
+    cols = matmul(wt, x.reshape(n, group, c // group, p))  # (N, G, Mg*K, P)
     cols = cols.reshape((n, m) + tuple(kernel) + tuple(in_sp))
     full = [(q - 1) * s + (k - 1) * d + 1 for q, s, k, d in zip(in_sp, strides, kernel, dilations)]
     shift = [max(0, -bg) for bg in begin]  # output_shape larger than the full result: zeros first

@@ -1,4 +1,8 @@
-"""Bases shared by the elementwise ops: quiet floating-point errors, variadic and comparison ops."""
+"""Bases shared by the elementwise ops: legacy broadcasting, variadic and comparison ops.
+
+Domain edges (log(0), sqrt(-1), overflow) give inf/NaN as ONNX expects; the executor runs every
+kernel with numpy's floating-point warnings off, so these bases do not pay for ``np.errstate``.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,7 @@ from onnxplug.providers.numpy.ops._base import BinaryKernel, NumpyKernel, UnaryK
 
 
 class QuietUnaryKernel(UnaryKernel):
-    """A unary op whose domain edges (log(0), sqrt(-1), overflow) give inf/NaN silently, as ONNX expects."""
-
-    def compute(self, x: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return super().compute(x)
+    """A unary op whose domain edges (log(0), sqrt(-1), overflow) give inf/NaN, as ONNX expects."""
 
 
 def legacy_broadcast(kernel: Kernel, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -33,22 +33,28 @@ def legacy_broadcast(kernel: Kernel, a: np.ndarray, b: np.ndarray) -> np.ndarray
     return b.reshape(b.shape + (1,) * (a.ndim - axis - b.ndim))
 
 
-class QuietBinaryKernel(BinaryKernel):
-    """A broadcasting binary op that silences numpy's floating-point and integer warnings."""
+class LegacyBroadcastKernel(BinaryKernel):
+    """A binary op that also honours the opset < 7 ``broadcast``/``axis`` attributes."""
+
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.legacy = node.opset < 7 and bool(self.attr("broadcast", 0))
+
+
+class QuietBinaryKernel(LegacyBroadcastKernel):
+    """A broadcasting arithmetic op (inf/NaN at domain edges, as ONNX expects)."""
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return super().compute(a, legacy_broadcast(self, a, b))
+        return super().compute(a, legacy_broadcast(self, a, b) if self.legacy else b)
 
 
-class CompareKernel(BinaryKernel):
+class CompareKernel(LegacyBroadcastKernel):
     """A broadcasting comparison or logical op: the result is bool whatever the input type."""
 
     keep_dtype = False
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return np.asarray(self.op(a, legacy_broadcast(self, a, b)), dtype=np.bool_)
+        return np.asarray(self.op(a, legacy_broadcast(self, a, b) if self.legacy else b), dtype=np.bool_)
 
 
 class VariadicKernel(NumpyKernel):
@@ -60,11 +66,10 @@ class VariadicKernel(NumpyKernel):
         first = inputs[0]
         # float16/bfloat16 accumulate in float32 and round once, as onnxruntime does
         work = np.float32 if first.dtype.itemsize == 2 and first.dtype.kind not in "iub" else None
-        with np.errstate(all="ignore"):
-            out: Any = first.copy() if work is None else first.astype(work)
-            for x in inputs[1:]:
-                out = self.ufunc(out, x if work is None else x.astype(work))
-            return np.asarray(self.finish(out, len(inputs)), dtype=first.dtype)
+        out: Any = first.copy() if work is None else first.astype(work)
+        for x in inputs[1:]:
+            out = self.ufunc(out, x if work is None else x.astype(work))
+        return np.asarray(self.finish(out, len(inputs)), dtype=first.dtype)
 
     def finish(self, out: np.ndarray, count: int) -> Any:
         """Post-process the folded value (Mean divides by the count)."""

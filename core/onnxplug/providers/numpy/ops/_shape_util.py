@@ -32,6 +32,17 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
 def normalize_indices(indices: np.ndarray, size: int | np.ndarray) -> np.ndarray:
     """Map negative indices to ``index + size``; raise IndexError when any index is out of range."""
     indices = np.asarray(indices, dtype=np.int64)
+    if isinstance(size, (int, np.integer)):  # the common case, without temporaries
+        if indices.ndim == 0:
+            i = int(indices)
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for a dimension of size {size}")
+            return np.asarray(i + size if i < 0 else i, dtype=np.int64)
+        if not indices.size:
+            return indices
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo >= 0 and hi < size:
+            return indices
     if indices.size and (np.any(indices < -size) or np.any(indices >= size)):
         bad = indices[(indices < -size) | (indices >= size)].reshape(-1)[0]
         raise IndexError(f"index {int(bad)} is out of bounds for a dimension of size {size}")

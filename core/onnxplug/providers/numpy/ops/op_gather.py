@@ -7,6 +7,10 @@ from onnxplug.providers.numpy.registry import op
 
 @op("Gather")
 class Gather(NumpyKernel):
+    def __init__(self, node, context):
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", 0))
+
     def compute(self, x, indices):
-        axis = normalize_axis(int(self.attr("axis", 0)), x.ndim)
+        axis = normalize_axis(self.axis, x.ndim)
         return np.take(x, normalize_indices(indices, x.shape[axis]), axis=axis)

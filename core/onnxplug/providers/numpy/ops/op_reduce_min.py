@@ -7,4 +7,6 @@ from onnxplug.providers.numpy.registry import op
 @op("ReduceMin")
 class ReduceMin(QuietReduceKernel):
     def op(self, x, axes, keepdims):
+        if x.size:
+            return np.minimum.reduce(x, axis=axes, keepdims=keepdims)
         return np.min(x, axis=axes, keepdims=keepdims, initial=highest(x.dtype))  # +inf on an empty set
