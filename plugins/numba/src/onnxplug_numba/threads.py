@@ -15,7 +15,6 @@ import numpy as np
 PARALLEL_MIN_ELEMENTS = 32768
 
 _blas_lock = threading.Lock()
-_blas_current: list[int] = [-1]
 
 
 def max_threads() -> int:
@@ -94,12 +93,14 @@ class ThreadControl:
                 f.result()
 
     def blas(self) -> None:
-        """One OpenBLAS thread per call: callers split matrix products across this pool instead."""
-        if _OPENBLAS is None or _blas_current[0] == 1:
+        """One OpenBLAS thread per call: callers split matrix products across this pool instead.
+
+        The setting is process-wide and others change it too (the numpy provider sizes the BLAS
+        pool per call), so the current value is read each time rather than remembered."""
+        if _OPENBLAS is None or _OPENBLAS[1]() == 1:  # type: ignore[operator]
             return
         with _blas_lock:
             _OPENBLAS[0](1)  # type: ignore[operator]
-            _blas_current[0] = 1
 
 
 _pools: dict[int, ThreadPoolExecutor] = {}

@@ -9,6 +9,7 @@ single-threaded BLAS product and epilogue, so the cores never wait on each other
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -149,6 +150,15 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     return y.reshape((n, m, ow)) if one_d else y
 
 
+@functools.lru_cache(maxsize=256)
+def _tap_offsets(cg: int, kh: int, kw: int, hp: int, wp: int, dh: int, dw: int) -> np.ndarray:
+    """Offset of tap (c, i, j) in a padded (cg, hp, wp) image, in im2col row order."""
+    rows = (np.arange(cg)[:, None] * hp + np.arange(kh)[None, :] * dh) * wp
+    taps = (rows[:, :, None] + np.arange(kw)[None, None, :] * dw).reshape(-1).astype(np.int64)
+    taps.flags.writeable = False
+    return taps
+
+
 def pitched_conv(x4: np.ndarray, wmat: np.ndarray, kernel: tuple[int, int], bias: np.ndarray,
                  r3: np.ndarray | None, act: tuple[int, float, float], steps: tuple[int, int, int],
                  begin: Sequence[int], out_hw: tuple[int, int], y: np.ndarray,
@@ -168,12 +178,16 @@ def pitched_conv(x4: np.ndarray, wmat: np.ndarray, kernel: tuple[int, int], bias
     wp = max(wd + begin[1], ow + (kw - 1) * dw)
     hp = max(h + begin[0], oh + (kh - 1) * dh) + 2  # slack rows for the extra columns
     code, alpha, beta = act
-    taps = np.array([(ci * hp + i * dh) * wp + j * dw for ci in range(cg) for i in range(kh) for j in range(kw)],
-                    dtype=np.int64)
-    dummy = np.zeros((mg, 1, 1), dtype=y.dtype)
+    taps = _tap_offsets(cg, kh, kw, hp, wp, dh, dw)
+    dummy = np.zeros((mg, 1, 1), dtype=y.dtype)  # the residual argument when there is none (not read)
 
     def work(lo: int, hi: int) -> None:
-        padded = np.zeros((c, hp, wp), dtype=x4.dtype)
+        padded = np.empty((c, hp, wp), dtype=x4.dtype)
+        # only the margins need zeros: the image overwrites the rest
+        padded[:, :begin[0]] = 0
+        padded[:, begin[0] + h:] = 0
+        padded[:, begin[0]:begin[0] + h, :begin[1]] = 0
+        padded[:, begin[0]:begin[0] + h, begin[1] + wd:] = 0
         image = -1
         for i, r0, r1 in items[lo:hi]:
             if i != image:
