@@ -78,28 +78,42 @@ def _as_2d(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     return x, w, False
 
 
-def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, threads: ThreadControl,
-         residual: np.ndarray | None = None, act: tuple[int, float, float] = (0, 0.0, 0.0)) -> np.ndarray:
-    """ONNX Conv of a (N, C, L) or (N, C, H, W) float input, with the fused epilogue."""
-    one_d = x.ndim == 3
-    spatial, kernel = x.shape[2:], w.shape[2:]
+@functools.lru_cache(maxsize=1024)
+def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """(pads begin, pads end, strides, dilations, output size), each as 2-D (1-D convs get a
+    leading 1 or 0), for these shapes; worked out once per shape. Raises ValueError for shapes
+    the node cannot take."""
+    spatial, kernel = x_shape[2:], w_shape[2:]
     begin, end = spec.pads_for(spatial, kernel)
-    x4, w4, _ = _as_2d(np.ascontiguousarray(x), np.ascontiguousarray(w))
     strides, dilations = spec.strides, spec.dilations
-    if one_d:
+    if len(x_shape) == 3:
         strides, dilations, begin, end = (1, *strides), (1, *dilations), (0, *begin), (0, *end)
-    n, c, h, wd = x4.shape
-    m, cg, kh, kw = w4.shape
+        spatial, kernel = (1, *spatial), (1, *kernel)
+    c, (h, wd) = x_shape[1], spatial
+    m, cg, (kh, kw) = w_shape[0], w_shape[1], kernel
     group = spec.group
     if cg * group != c or m % group:
-        raise ValueError(f"Conv: input has {c} channels, weight {tuple(w.shape)} with group {group} "
+        raise ValueError(f"Conv: input has {c} channels, weight {tuple(w_shape)} with group {group} "
                          f"expects {cg * group}")
     sh, sw = strides
     dh, dw = dilations
     oh = (h + begin[0] + end[0] - ((kh - 1) * dh + 1)) // sh + 1
     ow = (wd + begin[1] + end[1] - ((kw - 1) * dw + 1)) // sw + 1
     if oh <= 0 or ow <= 0:
-        raise ValueError(f"Conv: the window {kernel} is larger than the padded input {tuple(spatial)}")
+        raise ValueError(f"Conv: the window {tuple(w_shape[2:])} is larger than the padded input "
+                         f"{tuple(x_shape[2:])}")
+    return tuple(begin), tuple(end), (sh, sw), (dh, dw), (oh, ow)
+
+
+def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, threads: ThreadControl,
+         residual: np.ndarray | None = None, act: tuple[int, float, float] = (0, 0.0, 0.0)) -> np.ndarray:
+    """ONNX Conv of a (N, C, L) or (N, C, H, W) float input, with the fused epilogue."""
+    one_d = x.ndim == 3
+    x4, w4, _ = _as_2d(np.ascontiguousarray(x), np.ascontiguousarray(w))
+    begin, end, (sh, sw), (dh, dw), (oh, ow) = _geometry(spec, x.shape, w.shape)
+    n, c, h, wd = x4.shape
+    m, cg, kh, kw = w4.shape
+    group = spec.group
     dtype = x4.dtype
     b = np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
     y = np.empty((n, m, oh, ow), dtype=dtype)
