@@ -6,11 +6,11 @@ results are made contiguous so the compiled kernels downstream read them without
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import math
-
 import numpy as np
+from onnxplug_sdk import Node
 
 from onnxplug_numba.ops._base import PLAIN_DTYPES, HostKernel
 from onnxplug_numba.provider import NumbaProvider
@@ -22,9 +22,11 @@ def _ints(value: Any) -> list[int]:
     return [int(v) for v in np.asarray(value).reshape(-1)]
 
 
-def _axis(axis: int, rank: int, what: str) -> int:
+def _axis(axis: int, rank: int, what: str | Node) -> int:
+    """``axis`` made non-negative; ``what`` (a node, described only on error) names the culprit."""
     if not -rank <= axis < max(rank, 1):
-        raise ValueError(f"{what}: axis {axis} is out of range for rank {rank}")
+        where = what if isinstance(what, str) else what.describe()
+        raise ValueError(f"{where}: axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
 
 
@@ -76,7 +78,7 @@ class Squeeze(_AxesFromInputOrAttr):
         picked = self.axes(axes)
         if picked is None:
             return x.reshape([d for d in x.shape if d != 1])
-        return np.squeeze(x, axis=tuple(_axis(a, x.ndim, self.node.describe()) for a in picked))
+        return np.squeeze(x, axis=tuple(_axis(a, x.ndim, self.node) for a in picked))
 
 
 @op("Unsqueeze")
@@ -84,7 +86,7 @@ class Unsqueeze(_AxesFromInputOrAttr):
     def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
         picked = self.axes(axes) or []
         rank = x.ndim + len(picked)
-        where = sorted(_axis(a, rank, self.node.describe()) for a in picked)
+        where = sorted(_axis(a, rank, self.node) for a in picked)
         if len(set(where)) != len(where):
             raise ValueError(f"{self.node.describe()}: repeated axes {picked}")
         shape = list(x.shape)
@@ -102,7 +104,7 @@ class Concat(HostKernel):
 @op("Split", 2)
 class Split(HostKernel):
     def compute(self, x: np.ndarray, split: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node.describe())
+        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node)
         count = len(self.node.outputs)
         sizes = _ints(split) if split is not None and split.size else (
             [int(s) for s in self.attr("split")] if self.node.opset < 13 and self.attr("split") else None)
@@ -154,7 +156,7 @@ class Slice(HostKernel):
             st = _ints(steps) if steps is not None else [1] * len(s)
         index = [slice(None)] * x.ndim
         for start, end, axis, step in zip(s, e, a, st):
-            axis = _axis(axis, x.ndim, self.node.describe())
+            axis = _axis(axis, x.ndim, self.node)
             index[axis] = _slice_bounds(start, end, step, x.shape[axis])
         return np.ascontiguousarray(x[tuple(index)])
 
@@ -162,14 +164,14 @@ class Slice(HostKernel):
 @op("Gather")
 class Gather(HostKernel):
     def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
-        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node.describe())
-        return np.take(x, indices.astype(np.int64), axis=axis)
+        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node)
+        return np.take(x, indices.astype(np.int64, copy=False), axis=axis)
 
 
 @op("GatherElements")
 class GatherElements(HostKernel):
     def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
-        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node.describe())
+        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node)
         idx = indices.astype(np.int64)
         idx = np.where(idx < 0, idx + x.shape[axis], idx)
         return np.take_along_axis(x, idx, axis=axis)

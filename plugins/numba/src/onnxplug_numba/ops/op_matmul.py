@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.kernels import conv as kconv
@@ -32,17 +32,24 @@ class Gemm(NumbaKernel):
     def supports(cls, node: Node, view: GraphView) -> bool:
         return all_present_same(view, node, FLOAT_TYPES)
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.trans_a = bool(self.attr("transA", 0))
+        self.trans_b = bool(self.attr("transB", 0))
+        self.alpha = float(self.attr("alpha", 1.0))
+        self.beta = float(self.attr("beta", 1.0))
+
     def product(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
-        if self.attr("transA", 0):
+        if self.trans_a:
             a = a.T
-        if self.attr("transB", 0):
+        if self.trans_b:
             b = b.T
         y = matmul(a, b, self.threads)
-        alpha = float(self.attr("alpha", 1.0))
+        alpha = self.alpha
         if alpha != 1.0:
             y *= y.dtype.type(alpha)
         if c is not None:
-            beta = float(self.attr("beta", 1.0))
+            beta = self.beta
             if beta == 1.0:
                 y += c
             elif beta != 0.0:
