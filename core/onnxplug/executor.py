@@ -166,61 +166,54 @@ def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | No
 
 
 def _run_steps(plan: Plan, values: dict[str, Any], stats: RunStats | None) -> None:
-    if stats is not None:
-        _run_steps_profiled(plan, values, stats)
-        return
-    for step in plan.steps:
-        _run_step(step, values)
-        for name in step.release:
-            values.pop(name, None)
-
-
-def _run_step(step: Step, values: dict[str, Any]) -> None:
-    """Compute one step and store its outputs in ``values``; the hot loop, kept lean."""
-    args = [values[n] if n else None for n in step.inputs]
-    try:
-        if step.kind == "copy":
-            results: Any = _copy(step, args[0])
-        elif step.kernel.wants_scope:  # type: ignore[union-attr]
-            sc = {orig: values[v] for orig, v in zip(step.scope, step.scope_values)}
-            results = step.kernel.compute(*args, scope=sc)  # type: ignore[union-attr]
-        else:
-            results = step.kernel.compute(*args)  # type: ignore[union-attr]
-    except OnnxplugError:
-        raise
-    except Exception as e:
-        raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
-                          f"{type(e).__name__}: {e}") from e
-    outputs = step.outputs
-    if not isinstance(results, tuple):  # a single output (lists are sequence values)
-        if outputs[0]:
-            values[outputs[0]] = results
-        results = (results,)
-    else:
-        for name, value in zip(outputs, results):
-            if name:
-                values[name] = value
-    if len(results) < len(outputs):  # trailing optional outputs the kernel did not produce
-        for name in outputs[len(results):]:
-            if name:
-                values[name] = None
-
-
-def _run_steps_profiled(plan: Plan, values: dict[str, Any], stats: RunStats) -> None:
-    """The step loop with timings and live-byte accounting (``enable_profiling``)."""
+    """The step loop, kept lean: it is the per-node cost of every model."""
     live = 0
     for step in plan.steps:
-        t0 = time.perf_counter()
-        _run_step(step, values)
-        stats.events.append((step.name, step.kind, step.provider.name if step.provider else "",
-                             t0, time.perf_counter() - t0))
-        produced = sum(_nbytes(values.get(n)) for n in step.outputs if n)
-        live += produced
-        stats.produced_bytes += produced
-        stats.peak_live_bytes = max(stats.peak_live_bytes, live)
-        live -= sum(_nbytes(values.get(n)) for n in step.release if n not in plan.constants)
+        t0 = time.perf_counter() if stats is not None else 0.0
+        args = [values[n] if n else None for n in step.inputs]
+        kernel = step.kernel
+        try:
+            if kernel is None:  # a copy between devices
+                results: Any = _copy(step, args[0])
+            elif kernel.wants_scope:
+                sc = {orig: values[v] for orig, v in zip(step.scope, step.scope_values)}
+                results = kernel.compute(*args, scope=sc)
+            else:
+                results = kernel.compute(*args)
+        except OnnxplugError:
+            raise
+        except Exception as e:
+            raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
+                              f"{type(e).__name__}: {e}") from e
+        outputs = step.outputs
+        if not isinstance(results, tuple):  # a single output (lists are sequence values)
+            if outputs[0]:
+                values[outputs[0]] = results
+            produced = 1
+        else:
+            for name, value in zip(outputs, results):
+                if name:
+                    values[name] = value
+            produced = len(results)
+        if produced < len(outputs):  # trailing optional outputs the kernel did not produce
+            for name in outputs[produced:]:
+                if name:
+                    values[name] = None
+        if stats is not None:
+            live = _account(stats, step, values, live, plan, t0)
         for name in step.release:
             values.pop(name, None)
+
+
+def _account(stats: RunStats, step: Step, values: dict[str, Any], live: int, plan: Plan, t0: float) -> int:
+    """Record a step's timing and the live bytes after it (``enable_profiling``)."""
+    stats.events.append((step.name, step.kind, step.provider.name if step.provider else "",
+                         t0, time.perf_counter() - t0))
+    produced = sum(_nbytes(values.get(n)) for n in step.outputs if n)
+    live += produced
+    stats.produced_bytes += produced
+    stats.peak_live_bytes = max(stats.peak_live_bytes, live)
+    return live - sum(_nbytes(values.get(n)) for n in step.release if n not in plan.constants)
 
 
 def _describe(step: Step) -> str:

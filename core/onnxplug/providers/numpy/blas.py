@@ -70,10 +70,10 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    macs = int(np.prod(batch_shape, dtype=np.int64)) * m * n * k
-    if macs < SPLIT_PRODUCT_MACS:
+    batch = max(a.size // (m * k or 1), b.size // (k * n or 1))  # the broadcast batch when one is 1
+    if batch * m * n * k < SPLIT_PRODUCT_MACS:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     if out is None:
         out = np.empty(batch_shape + (m, n), dtype=np.result_type(a.dtype, b.dtype))
     if n >= m or m < parts * _MIN_BLOCK:  # split the columns of b and out
