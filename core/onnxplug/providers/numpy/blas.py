@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 import threadpoolctl
@@ -95,3 +96,27 @@ def _cuts(size: int, parts: int) -> list[tuple[int, int]]:
     step = -(-size // parts)
     step = -(-step // _MIN_BLOCK) * _MIN_BLOCK
     return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+
+
+def parallel_for(count: int, body: Callable[[int], None], macs: int) -> bool:
+    """Run ``body(i)`` for i in range(count) on the product threads, contiguous ranges per thread,
+    when the work (``macs`` multiply-adds in all) is large enough to split; return whether it ran.
+
+    ``body`` must call plain ``np.matmul`` (single-threaded BLAS), never ``matmul``: the workers it
+    runs on are the ones a split product would wait for.
+    """
+    parts = min(PRODUCT_THREADS.threads, count)
+    if parts < 2 or macs < SPLIT_PRODUCT_MACS:
+        return False
+
+    def run(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            body(i)
+
+    step = -(-count // parts)
+    ranges = [(lo, min(lo + step, count)) for lo in range(0, count, step)]
+    pending = [PRODUCT_THREADS.pool().submit(run, lo, hi) for lo, hi in ranges[1:]]
+    run(*ranges[0])
+    for f in pending:
+        f.result()
+    return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.blas import matmul, parallel_for
 from numpy.lib.stride_tricks import as_strided
 
 
@@ -110,12 +110,28 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
     elif w.shape[1] == 1 and group == c:
         y = _depthwise(xp, w, strides, dilations)
     else:
-        cols, out_sp = im2col(xp, kernel, strides, dilations, group)
-        wm = w.reshape(group, m // group, -1)
-        y = matmul(wm, cols).reshape((n, m) + tuple(out_sp))
+        y = _conv_im2col(xp, w, kernel, strides, dilations, group)
     if b is not None:
         y += b.reshape((m,) + (1,) * nd)
     return y
+
+
+def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
+                 dilations: Sequence[int], group: int) -> np.ndarray:
+    """im2col + one matmul per group; a batch goes one image at a time on each product thread, so
+    the column copy runs in parallel too and its buffer stays small."""
+    n, m = xp.shape[0], w.shape[0]
+    wm = w.reshape(group, m // group, -1)
+    out_sp = windows(xp[:1, :1], kernel, strides, dilations).shape[2:2 + len(kernel)]
+    y = np.empty((n, group, m // group, int(np.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
+
+    def image(i: int) -> None:
+        np.matmul(wm, im2col(xp[i:i + 1], kernel, strides, dilations, group)[0][0], out=y[i])
+
+    if not parallel_for(n, image, y.size * wm.shape[-1]):
+        cols, _ = im2col(xp, kernel, strides, dilations, group)
+        matmul(wm, cols, out=y)
+    return y.reshape((n, m) + tuple(out_sp))
 
 
 def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int) -> np.ndarray:
@@ -176,7 +192,7 @@ def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilat
 
     The input is split into stride phases and flattened, so every kernel offset reads one long
     contiguous row per channel; the result is computed over full padded rows and cropped once.
-    Channels go in cache-sized blocks, one image at a time.
+    Channels go in cache-sized blocks, one image at a time (images in parallel when large).
     """
     n, c = xp.shape[:2]
     mult = w.shape[0] // c
@@ -200,20 +216,26 @@ def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilat
         off = sum((p // s) * r for p, s, r in zip(pos, strides, row_strides))
         taps.append((flat[phase] if strided else flat, off, flat_idx))
     block = max(1, min(c, DEPTHWISE_BLOCK_BYTES // (3 * mult * length * y.itemsize)))
-    tmp = np.empty((block, mult, length), dtype=out.dtype)
     multiply = np.multiply
-    for image in range(n):
+
+    def image(i: int) -> None:
+        tmp = np.empty((block, mult, length), dtype=out.dtype)
         for c0 in range(0, c, block):
             c1 = min(c, c0 + block)
-            acc = y[image, c0:c1, :, :length]
+            acc = y[i, c0:c1, :, :length]
             t = tmp[:c1 - c0]
             for k, (src, off, widx) in enumerate(taps):
-                seg = src[image, c0:c1, None, off:off + length]
+                seg = src[i, c0:c1, None, off:off + length]
                 if k == 0:
                     multiply(seg, wk[c0:c1, :, widx, None], out=acc)
                 else:
                     multiply(seg, wk[c0:c1, :, widx, None], out=t)
                     acc += t
+
+    # numpy's ufuncs release the GIL, so images run in parallel on the product threads
+    if not parallel_for(n, image, y.size * len(taps) * 4):
+        for i in range(n):
+            image(i)
     y = y.reshape((n, c, mult, out_sp[0]) + tuple(rows[1:]))
     y = y[(Ellipsis,) + tuple(slice(0, o) for o in out_sp[1:])] if nd > 1 else y
     np.copyto(out.reshape((n, c, mult) + tuple(out_sp)), y)
