@@ -47,7 +47,9 @@ def test_second_process_loads_compiled_kernels_from_disk(tmp_path):
     assert second["misses"] == 0, second
     assert second["hits"] >= 1, second
     assert first["misses"] + first["hits"] >= 1
-    assert any(p.name.startswith("k_") and p.suffix == ".py" for p in next(tmp_path.glob("numba-*")).iterdir())
+    # the generated module's folder; numba's own cache folders beside it are also named numba-*
+    assert any(p.name.startswith("k_") and p.suffix == ".py"
+               for folder in tmp_path.glob("numba-*") for p in folder.iterdir())
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +14,8 @@ import numpy as np
 
 #: Elementwise work below this many elements stays on the calling thread.
 PARALLEL_MIN_ELEMENTS = 32768
+#: Chunks per thread a parallel call is cut into (at most; each chunk keeps its grain).
+CHUNKS_PER_THREAD = 4
 
 _blas_lock = threading.Lock()
 
@@ -76,18 +79,33 @@ class ThreadControl:
         return self.count > 1
 
     def run(self, work: Callable[[int, int], None], total: int, grain: int = 1) -> None:
-        """Call ``work(lo, hi)`` over ``range(total)`` cut into at most ``count`` chunks of at least
-        ``grain`` items; the calling thread takes the first chunk. Exceptions propagate."""
-        parts = max(1, min(self.count, total // max(grain, 1)))
+        """Call ``work(lo, hi)`` over ``range(total)`` on up to ``count`` threads (the calling
+        thread is one of them). Exceptions propagate.
+
+        The range is cut into up to :data:`CHUNKS_PER_THREAD` chunks per thread, each of at least
+        ``grain`` items, and every thread takes the next chunk nobody has taken: on a machine
+        shared with other work a thread that gets less CPU then does less of the work, instead
+        of the others waiting for its fixed half."""
+        per_grain = total // max(grain, 1)
+        parts = max(1, min(self.count, per_grain))
         if parts == 1:
             if total > 0:
                 work(0, total)
             return
-        bounds = [total * i // parts for i in range(parts + 1)]
+        chunks = max(parts, min(parts * CHUNKS_PER_THREAD, per_grain))
+        bounds = [total * i // chunks for i in range(chunks + 1)]
+        taken = itertools.count()  # next() on it is atomic under the GIL
+
+        def drain() -> None:
+            for i in iter(taken.__next__, chunks):
+                if i >= chunks:
+                    return
+                work(bounds[i], bounds[i + 1])
+
         pool = _pool(self.count)
-        futures = [pool.submit(work, bounds[i], bounds[i + 1]) for i in range(1, parts)]
+        futures = [pool.submit(drain) for _ in range(parts - 1)]
         try:
-            work(bounds[0], bounds[1])
+            drain()
         finally:
             for f in futures:
                 f.result()

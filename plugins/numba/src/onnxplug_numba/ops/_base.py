@@ -73,10 +73,13 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
         return np.matmul(a, b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = np.empty((*batch, m, n), dtype=np.result_type(a, b))
+    # bands of at least a half-thread's share: BLAS loses speed on thinner ones
     if m >= 64 or m >= n:
-        threads.run(lambda lo, hi: np.matmul(a[..., lo:hi, :], b, out=out[..., lo:hi, :]), m, 8)
+        threads.run(lambda lo, hi: np.matmul(a[..., lo:hi, :], b, out=out[..., lo:hi, :]), m,
+                    max(8, m // (2 * threads.count)))
     else:
-        threads.run(lambda lo, hi: np.matmul(a, b[..., :, lo:hi], out=out[..., :, lo:hi]), n, 32)
+        threads.run(lambda lo, hi: np.matmul(a, b[..., :, lo:hi], out=out[..., :, lo:hi]), n,
+                    max(32, n // (2 * threads.count)))
     return out
 
 
