@@ -68,8 +68,9 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return np.matmul(a, b)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    # an upper bound of the batch size is enough to decide the product is too small to share
-    if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < 2_000_000:
+    # under ~0.1 ms of work a hand-off to another thread costs more than it saves (an upper
+    # bound of the batch size is enough to decide)
+    if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < 8_000_000:
         return np.matmul(a, b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = np.empty((*batch, m, n), dtype=np.result_type(a, b))
