@@ -67,7 +67,13 @@ def test_intra_op_num_threads_is_how_many_threads_run_a_kernel(rng, monkeypatch,
     x = rng.standard_normal((2, 32, 64, 64)).astype(np.float32)  # large enough to be shared
     model = node_model("Conv", {"x": x}, initializers={"w": rng.standard_normal((32, 1, 3, 3)).astype(np.float32)},
                        group=32, pads=[1, 1, 1, 1])
-    got, _ = run_numba(model, {"x": x}, threads=threads)
+    # Threads take chunks as they become free, and a helper the OS has not scheduled before the
+    # work is done is cancelled: on a busy machine one run may use fewer threads, never more.
+    for _ in range(5):
+        got, _ = run_numba(model, {"x": x}, threads=threads)
+        assert len(seen) <= threads
+        if len(seen) == threads:
+            break
     assert len(seen) == threads
     assert_close(got, run_onnxruntime(model, {"x": x}))
 

@@ -107,8 +107,11 @@ class ThreadControl:
         try:
             drain()
         finally:
+            # a helper that has not started yet (its core busy elsewhere) would only find every
+            # chunk taken: cancel it rather than wait for it to be scheduled
             for f in futures:
-                f.result()
+                if not f.cancel():
+                    f.result()
 
     def blas(self) -> None:
         """One OpenBLAS thread per call: callers split matrix products across this pool instead.
