@@ -14,7 +14,7 @@ groups are formed from declared types only.
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node, ValueType, elem_type_of
+from onnxplug_sdk import GraphView, ValueType, elem_type_of, numpy_dtype
 
 #: Ops whose every output has the element type of their first input.
 _SAME_AS_FIRST = frozenset("""
@@ -62,8 +62,6 @@ def infer_element_types(view: GraphView) -> dict[str, np.dtype]:
             result = {o: dtype(node.inputs[1]) for o in outs}
         elif op == "Cast" and node.attr("to") is not None:
             try:
-                from onnxplug_sdk import numpy_dtype
-
                 result = {o: np.dtype(numpy_dtype(int(node.attr("to")))) for o in outs}
             except Exception:  # an element type numpy cannot hold (strings, float8...): leave unknown
                 result = {}
