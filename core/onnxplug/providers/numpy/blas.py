@@ -24,7 +24,7 @@ import numpy as np
 import threadpoolctl
 
 #: Products with fewer multiply-adds than this run on the calling thread alone.
-SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 16_000_000))
+SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000))
 #: Narrowest block a split may produce (columns or rows): BLAS kernels work in panels of 8-16.
 _MIN_BLOCK = 16
 
