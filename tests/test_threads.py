@@ -6,6 +6,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 import threadpoolctl
 
 import onnxplug as ort
@@ -16,55 +17,46 @@ def _blas_threads() -> set[int]:
     return {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
 
 
-def _restore(before: list[dict], threads: int) -> None:
+@pytest.fixture
+def two_product_threads():
+    """Two product threads for the test; the BLAS pool and the thread count restored after it."""
+    before, threads = threadpoolctl.threadpool_info(), blas.PRODUCT_THREADS.threads
+    blas.PRODUCT_THREADS.configure(2)
+    yield
     for info in before:
         threadpoolctl.threadpool_limits(info["num_threads"], user_api=info["user_api"])
     blas.PRODUCT_THREADS.threads = threads
 
 
-def test_intra_op_num_threads_sizes_product_threads_and_pins_blas(add_relu_model):
-    before, threads = threadpoolctl.threadpool_info(), blas.PRODUCT_THREADS.threads
-    try:
-        for n in (1, 3):
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = n
-            ort.InferenceSession(add_relu_model, so, providers=["numpy"])
-            assert blas.PRODUCT_THREADS.threads == n
-            assert _blas_threads() == {1}  # BLAS's own pool would make results depend on the thread
-    finally:
-        _restore(before, threads)
+def test_intra_op_num_threads_sizes_product_threads_and_pins_blas(add_relu_model, two_product_threads):
+    for n in (1, 3):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = n
+        ort.InferenceSession(add_relu_model, so, providers=["numpy"])
+        assert blas.PRODUCT_THREADS.threads == n
+        assert _blas_threads() == {1}  # BLAS's own pool would make results depend on the thread
 
 
-def test_large_product_runs_blocks_on_worker_threads_and_matches_numpy():
-    before, threads = threadpoolctl.threadpool_info(), blas.PRODUCT_THREADS.threads
-    try:
-        blas.PRODUCT_THREADS.configure(2)
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((2, 96, 300)).astype(np.float32)
-        b = rng.standard_normal((300, 700)).astype(np.float64)  # mixed dtypes promote as numpy does
-        assert 2 * 96 * 300 * 700 >= blas.SPLIT_PRODUCT_MACS
-        got = blas.matmul(a, b)
-        np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-12)
-        assert got.dtype == np.float64
-        assert any(t.name.startswith("onnxplug-blas") for t in threading.enumerate())
-        tall = rng.standard_normal((3000, 2000)).astype(np.float32)  # n < m: the rows are split
-        narrow = rng.standard_normal((2000, 8)).astype(np.float32)
-        np.testing.assert_allclose(blas.matmul(tall, narrow), np.matmul(tall, narrow), rtol=1e-4, atol=1e-3)
-    finally:
-        _restore(before, threads)
+def test_large_product_runs_blocks_on_worker_threads_and_matches_numpy(two_product_threads):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 96, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 700)).astype(np.float64)  # mixed dtypes promote as numpy does
+    assert 2 * 96 * 300 * 700 >= blas.SPLIT_PRODUCT_MACS
+    got = blas.matmul(a, b)
+    np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-12)
+    assert got.dtype == np.float64
+    assert any(t.name.startswith("onnxplug-blas") for t in threading.enumerate())
+    tall = rng.standard_normal((3000, 2000)).astype(np.float32)  # n < m: the rows are split
+    narrow = rng.standard_normal((2000, 8)).astype(np.float32)
+    np.testing.assert_allclose(blas.matmul(tall, narrow), np.matmul(tall, narrow), rtol=1e-4, atol=1e-3)
 
 
-def test_product_is_the_same_from_any_thread():
-    before, threads = threadpoolctl.threadpool_info(), blas.PRODUCT_THREADS.threads
-    try:
-        blas.PRODUCT_THREADS.configure(2)
-        rng = np.random.default_rng(1)
-        for m, k, n in [(64, 576, 3136), (8, 64, 64), (512, 4608, 49)]:
-            a = rng.standard_normal((m, k)).astype(np.float32)
-            b = rng.standard_normal((k, n)).astype(np.float32)
-            on_main = blas.matmul(a, b)
-            with ThreadPoolExecutor(1) as pool:
-                on_worker = pool.submit(blas.matmul, a, b).result()
-            np.testing.assert_array_equal(on_main, on_worker)
-    finally:
-        _restore(before, threads)
+def test_product_is_the_same_from_any_thread(two_product_threads):
+    rng = np.random.default_rng(1)
+    for m, k, n in [(64, 576, 3136), (8, 64, 64), (512, 4608, 49)]:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        on_main = blas.matmul(a, b)
+        with ThreadPoolExecutor(1) as pool:
+            on_worker = pool.submit(blas.matmul, a, b).result()
+        np.testing.assert_array_equal(on_main, on_worker)
