@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from onnxplug.providers.numpy.blas import matmul, parallel_for
+from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul, parallel_for
 from numpy.lib.stride_tricks import as_strided
 
 
@@ -118,17 +118,27 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
 
 def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
                  dilations: Sequence[int], group: int) -> np.ndarray:
-    """im2col + one matmul per group; a batch goes one image at a time on each product thread, so
-    the column copy runs in parallel too and its buffer stays small."""
-    n, m = xp.shape[0], w.shape[0]
+    """im2col + one matmul per group. Large convolutions go in units of one image (or a band of
+    output rows, when there are fewer images than threads) on each product thread, so the column
+    copy runs in parallel too and its buffer stays small."""
+    n, m, nd = xp.shape[0], w.shape[0], len(kernel)
     wm = w.reshape(group, m // group, -1)
-    out_sp = windows(xp[:1, :1], kernel, strides, dilations).shape[2:2 + len(kernel)]
+    win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
+    out_sp = win.shape[2:2 + nd]
     y = np.empty((n, group, m // group, int(np.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
+    perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
+    inner = int(np.prod(out_sp[1:]))
+    bands = min(max(1, -(-PRODUCT_THREADS.threads // n)), out_sp[0]) if out_sp[0] else 1
+    rows = -(-out_sp[0] // bands) if out_sp[0] else 0
 
-    def image(i: int) -> None:
-        np.matmul(wm, im2col(xp[i:i + 1], kernel, strides, dilations, group)[0][0], out=y[i])
+    def unit(u: int) -> None:
+        i, band = divmod(u, bands)
+        r0, r1 = band * rows, min(band * rows + rows, out_sp[0])
+        if r0 < r1:
+            cols = np.ascontiguousarray(win[i:i + 1, :, r0:r1].transpose(perm))
+            np.matmul(wm, cols.reshape(group, wm.shape[-1], -1), out=y[i, :, :, r0 * inner:r1 * inner])
 
-    if not parallel_for(n, image, y.size * wm.shape[-1]):
+    if not parallel_for(n * bands, unit, y.size * wm.shape[-1]):
         cols, _ = im2col(xp, kernel, strides, dilations, group)
         matmul(wm, cols, out=y)
     return y.reshape((n, m) + tuple(out_sp))
