@@ -23,6 +23,10 @@ from onnxplug_opencl.runtime.programs import render
 
 MAX_RANK = 8
 INT32_MAX = 2**31 - 1
+#: Fixed kernel names: the source depends only on what is computed, never on node or tensor names,
+#: so identical computations share one build (ProgramCache and PoCL's on-disk cache alike).
+SCALAR_KERNEL = "elementwise"
+VECTOR_KERNEL = "elementwise_v8"
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class ElementwiseProgram:
 
     def __init__(self, runtime: ClRuntime, name: str, body: Body) -> None:
         self.runtime = runtime
+        #: Readable name for errors and build logs only; it never enters the OpenCL source.
         self.name = name
         self.body = body
         self._kernels: dict[tuple[Any, ...], Any] = {}
@@ -132,7 +137,7 @@ class ElementwiseProgram:
                 index.append(f"    c = rem % dims.{comp}; rem /= dims.{comp};" if axis else "    c = rem;")
                 index.extend(f"    p{k} += c * st{k}.{comp};" for k in strided)
         key_types = set(b.inputs) | set(b.outputs)
-        return render("elementwise.cl", pragmas=pragmas(key_types), name=self.name, rank=rank,
+        return render("elementwise.cl", pragmas=pragmas(key_types), name=SCALAR_KERNEL,
                       params="".join(", " + p for p in params), index="\n".join(index),
                       loads="\n".join(loads), body="\n".join("    " + line for line in b.lines),
                       stores="\n".join(stores))
@@ -156,7 +161,7 @@ class ElementwiseProgram:
                 params.append(f"__global {ct}* restrict out{j}, const int off{k}")
                 vstores.append(f"        VSTORE({ct}, y{j}, out{j} + off{k} + base);")
                 sstores.append(f"            out{j}[off{k} + gid] = ({ct})(y{j});")
-        return render("elementwise_vec.cl", pragmas=pragmas(set(types)), name=self.name + "_v8",
+        return render("elementwise_vec.cl", pragmas=pragmas(set(types)), name=VECTOR_KERNEL,
                       params="".join(", " + p for p in params), vloads="\n".join(vloads),
                       vbody="\n".join("        " + line for line in b.vector_lines or ()),
                       vstores="\n".join(vstores), sloads="\n".join(sloads),
@@ -167,7 +172,7 @@ class ElementwiseProgram:
         key = ("v8", kinds)
         if key not in self._kernels:
             try:
-                found = self.runtime.programs.kernel(self.name, self.vector_source(kinds), self.name + "_v8")
+                found = self.runtime.programs.kernel(self.name, self.vector_source(kinds), VECTOR_KERNEL)
             except OpenCLBuildError:
                 found = None
             with self._lock:
@@ -200,7 +205,7 @@ class ElementwiseProgram:
             with self._lock:
                 found = self._kernels.get(key)
                 if found is None:
-                    found = self.runtime.programs.kernel(self.name, self.source(rank, dense), self.name)
+                    found = self.runtime.programs.kernel(self.name, self.source(rank, dense), SCALAR_KERNEL)
                     self._kernels[key] = found
         return found
 

@@ -2,7 +2,9 @@
 
 Sources are ``.cl`` files; generated kernels fill ``${...}`` fields of a ``.cl`` template
 (``string.Template``) so that the OpenCL code stays in the kernel files, not in Python strings.
-Programs are cached per context by the hash of their final source and build options.
+Programs are cached per context by the hash of their final source, build options and device.
+Generated sources carry no node or tensor names (fixed kernel names), so identical computations
+from different nodes or sessions share one build here and in the driver's on-disk cache (PoCL's).
 """
 
 from __future__ import annotations
@@ -30,27 +32,34 @@ def render(filename: str, **fields: Any) -> str:
 
 
 class ProgramCache:
-    """Built programs and their kernels for one context, keyed by source hash and options."""
+    """Built programs and their kernels for one context, keyed by source, options and device.
+
+    ``name`` arguments are only for error messages: two requests with the same source and options
+    get the same program whatever name they give.
+    """
 
     def __init__(self, context: Any, device: Any) -> None:
         self.context = context
         self.device = device
+        self._device_tag = _device_tag(device)
         self._programs: dict[str, Any] = {}
         self._kernels: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
         self.builds = 0  # how many programs were compiled (not found in the cache)
+        self.hits = 0  # how many program requests were served from the cache
 
     @staticmethod
-    def key(source: str, options: Sequence[str]) -> str:
-        """The cache key of a source built with ``options``."""
-        return hashlib.sha256((source + "\0" + " ".join(options)).encode()).hexdigest()
+    def key(source: str, options: Sequence[str], device: str = "") -> str:
+        """The cache key of a source built with ``options`` for the device described by ``device``."""
+        return hashlib.sha256("\0".join((device, " ".join(options), source)).encode()).hexdigest()
 
     def program(self, name: str, source: str, options: Sequence[str] = ()) -> Any:
         """The built program; a build failure raises :class:`OpenCLBuildError` with the build log."""
-        key = self.key(source, options)
+        key = self.key(source, options, self._device_tag)
         with self._lock:
             found = self._programs.get(key)
             if found is not None:
+                self.hits += 1
                 return found
             program = self._build(name, source, list(options))
             self._programs[key] = program
@@ -61,9 +70,10 @@ class ProgramCache:
         """One kernel of the program (the same ``cl.Kernel`` object on every call)."""
         import pyopencl as cl
 
-        key = self.key(source, options)
+        key = self.key(source, options, self._device_tag)
         found = self._kernels.get((key, kernel_name))
         if found is not None:
+            self.hits += 1  # diagnostics only: a rare lost increment between threads is harmless
             return found
         program = self.program(name, source, options)
         with self._lock:
@@ -87,3 +97,11 @@ class ProgramCache:
             except cl.Error:
                 log = ""
             raise OpenCLBuildError(name, self.device.name.strip(), " ".join(options), log or str(e)) from None
+
+
+def _device_tag(device: Any) -> str:
+    """Platform, device name and driver version: what a binary built for ``device`` depends on."""
+    try:
+        return "|".join(str(v).strip() for v in (device.platform.name, device.name, device.driver_version))
+    except Exception:  # a stand-in device object without these attributes: fall back to identity
+        return repr(device)
