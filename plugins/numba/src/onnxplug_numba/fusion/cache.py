@@ -3,6 +3,12 @@
 numba's ``cache=True`` needs a real source file: it stores machine code in ``__pycache__`` beside
 it, keyed by the file's path and modification time. Files are named by the hash of their source
 and written once (atomically), so a second process finds both the module and its machine code.
+
+What makes two kernels' machine code differ is all in that hash or the folder: the loop itself, the
+dtypes and loop kinds (header comments), the ``@njit`` flags (fastmath, error_model), the version of
+the inlined helpers (header comment), and the numba/Python versions (folder name). The generated
+source names no tensor or node (see ``codegen``), so one module serves every chain computing the
+same thing, in this process (``_loaded``) and on disk.
 """
 
 from __future__ import annotations
