@@ -168,9 +168,12 @@ def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | No
 def _run_steps(plan: Plan, values: dict[str, Any], stats: RunStats | None) -> None:
     """The step loop, kept lean: it is the per-node cost of every model."""
     live = 0
+    get = values.__getitem__
     for step in plan.steps:
         t0 = time.perf_counter() if stats is not None else 0.0
-        args = [values[n] if n else None for n in step.inputs]
+        ins = step.inputs
+        # map() runs in C; the comprehension (a frame of its own) only when an optional input is omitted
+        args = list(map(get, ins)) if all(ins) else [values[n] if n else None for n in ins]
         kernel = step.kernel
         try:
             if kernel is None:  # a copy between devices
