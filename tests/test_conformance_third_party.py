@@ -22,3 +22,9 @@ class TestMixingProviderConformance(ProviderContractTests):
     @pytest.fixture
     def provider_class(self):
         return MixingProvider
+
+
+def test_adopting_the_contract_collects_its_tests():
+    """Naming the class is all it takes: the adopter inherits every contract test."""
+    inherited = [name for name in dir(TestMixingProviderConformance) if name.startswith("test_")]
+    assert inherited and set(inherited) == {n for n in dir(ProviderContractTests) if n.startswith("test_")}

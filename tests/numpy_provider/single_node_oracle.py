@@ -95,7 +95,7 @@ def run_oracle(model: onnx.ModelProto, feeds: Mapping[str, Any], oracle: str = "
         return list(ReferenceEvaluator(model).run(None, dict(feeds)))
 
 
-def check(op_type: str, feeds: Mapping[str, Any], oracle: str = "ort", n_outputs: int = 1,
+def assert_matches_oracle(op_type: str, feeds: Mapping[str, Any], oracle: str = "ort", n_outputs: int = 1,
           rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any) -> list[Any]:
     """Build the node, run it both ways, assert the same dtypes, shapes and values; return ours."""
     model = node_model(op_type, feeds, n_outputs, **kwargs)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from tests.numpy_provider.single_node_oracle import check, run_ours
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, run_ours
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 RNG = np.random.default_rng(7)
@@ -36,7 +36,7 @@ def test_if_reads_outer_scope(cond):
     then_g, else_g = _branches()
     feeds = {"c": np.array(cond), "x": RNG.standard_normal((2, 3)).astype(np.float32),
              "y": RNG.standard_normal((2, 3)).astype(np.float32)}
-    check("If", feeds, n_outputs=2, opset=16, input_names=["c"], then_branch=then_g, else_branch=else_g)
+    assert_matches_oracle("If", feeds, n_outputs=2, opset=16, input_names=["c"], then_branch=then_g, else_branch=else_g)
 
 
 def test_if_nested_in_if():
@@ -48,7 +48,7 @@ def test_if_nested_in_if():
     for c1, c2 in [(True, False), (True, True), (False, True)]:
         feeds = {"c": np.array(c1), "c2": np.array(c2), "x": RNG.standard_normal((2, 3)).astype(np.float32),
                  "y": RNG.standard_normal((2, 3)).astype(np.float32)}
-        check("If", feeds, n_outputs=2, opset=16, input_names=["c"], then_branch=outer_then, else_branch=outer_else)
+        assert_matches_oracle("If", feeds, n_outputs=2, opset=16, input_names=["c"], then_branch=outer_then, else_branch=outer_else)
 
 
 # --- Loop -----------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def test_loop_trip_count_and_condition(trips, cond, limit):
         feeds["m"] = np.array(trips, np.int64)
         names[0] = "m"
     feeds["c"] = np.array(cond)
-    check("Loop", feeds, n_outputs=2, opset=16, input_names=names, body=_loop_body(limit))
+    assert_matches_oracle("Loop", feeds, n_outputs=2, opset=16, input_names=names, body=_loop_body(limit))
 
 
 def test_loop_carries_a_sequence():
@@ -116,7 +116,7 @@ def test_scan_axes_and_directions(in_axis, in_dir, out_axis, out_dir):
     xs = RNG.standard_normal((4, 2)).astype(np.float32)
     xs = xs.T.copy() if in_axis == 1 else xs
     feeds = {"acc0": np.zeros(2, np.float32), "xs": xs, "w": np.array([2.0, -1.0], np.float32)}
-    check("Scan", feeds, n_outputs=2, rtol=1e-6, atol=1e-6, opset=16, input_names=["acc0", "xs"],
+    assert_matches_oracle("Scan", feeds, n_outputs=2, rtol=1e-6, atol=1e-6, opset=16, input_names=["acc0", "xs"],
           body=_cumsum_body(), num_scan_inputs=1, scan_input_axes=[in_axis], scan_input_directions=[in_dir],
           scan_output_axes=[out_axis], scan_output_directions=[out_dir])
 

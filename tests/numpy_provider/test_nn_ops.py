@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxplug.errors import OnnxplugError
-from tests.numpy_provider.single_node_oracle import check, node_model, run_ours
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, node_model, run_ours
 
 RNG = np.random.default_rng(1234)
 
@@ -66,12 +66,12 @@ def test_conv(name, xs, ws, attrs, bias):
     feeds = {"x": f32(*xs), "w": f32(*ws)}
     if bias:
         feeds["b"] = f32(ws[0])
-    check("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
 
 
 def test_conv_float16_accumulates_in_float32():
     feeds = {"x": f32(1, 8, 6, 6).astype(np.float16), "w": f32(4, 8, 3, 3).astype(np.float16)}
-    check("Conv", feeds, rtol=2e-3, atol=2e-3, opset=17, pads=[1, 1, 1, 1])
+    assert_matches_oracle("Conv", feeds, rtol=2e-3, atol=2e-3, opset=17, pads=[1, 1, 1, 1])
 
 
 CONVT_CASES = [
@@ -89,7 +89,7 @@ CONVT_CASES = [
 @pytest.mark.parametrize("name,xs,ws,attrs", CONVT_CASES, ids=[c[0] for c in CONVT_CASES])
 def test_conv_transpose(name, xs, ws, attrs):
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[1] * attrs.get("group", 1))}
-    check("ConvTranspose", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+    assert_matches_oracle("ConvTranspose", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
 
 
 def test_conv_channel_mismatch_is_a_typed_error():
@@ -102,13 +102,13 @@ def test_conv_channel_mismatch_is_a_typed_error():
 @pytest.mark.parametrize("a,b", [((3, 4), (4, 5)), ((4,), (4, 2)), ((2, 4), (4,)), ((2, 1, 3, 4), (5, 4, 6)),
                                  ((4,), (4,))])
 def test_matmul_broadcasting(a, b):
-    check("MatMul", {"a": f32(*a), "b": f32(*b)}, rtol=1e-5, atol=1e-5, opset=13)
+    assert_matches_oracle("MatMul", {"a": f32(*a), "b": f32(*b)}, rtol=1e-5, atol=1e-5, opset=13)
 
 
 def test_matmul_int32_and_float16():
-    check("MatMul", {"a": RNG.integers(-5, 5, (3, 4)).astype(np.int32),
+    assert_matches_oracle("MatMul", {"a": RNG.integers(-5, 5, (3, 4)).astype(np.int32),
                      "b": RNG.integers(-5, 5, (4, 2)).astype(np.int32)}, opset=13)
-    check("MatMul", {"a": f32(3, 8).astype(np.float16), "b": f32(8, 2).astype(np.float16)},
+    assert_matches_oracle("MatMul", {"a": f32(3, 8).astype(np.float16), "b": f32(8, 2).astype(np.float16)},
           rtol=2e-3, atol=2e-3, opset=13)
 
 
@@ -121,7 +121,7 @@ def test_gemm(attrs, cshape):
     feeds = {"a": a, "b": b}
     if cshape is not None:
         feeds["c"] = f32(*cshape)
-    check("Gemm", feeds, rtol=1e-5, atol=1e-5, opset=13, **attrs)
+    assert_matches_oracle("Gemm", feeds, rtol=1e-5, atol=1e-5, opset=13, **attrs)
 
 
 @pytest.mark.parametrize("equation,shapes", [
@@ -129,7 +129,7 @@ def test_gemm(attrs, cshape):
     ("...ij->...ji", [(2, 3, 4)]), ("i,i", [(5,), (5,)]), ("ij->", [(3, 3)]), ("abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 2)])])
 def test_einsum(equation, shapes):
     feeds = {f"x{i}": f32(*s) for i, s in enumerate(shapes)}
-    check("Einsum", feeds, rtol=1e-5, atol=1e-5, opset=12, equation=equation)
+    assert_matches_oracle("Einsum", feeds, rtol=1e-5, atol=1e-5, opset=12, equation=equation)
 
 
 @pytest.mark.parametrize("adt,bdt", [(np.uint8, np.uint8), (np.int8, np.int8), (np.uint8, np.int8)])
@@ -144,8 +144,8 @@ def test_matmul_integer(adt, bdt):
     assert ours.dtype == np.int32
     np.testing.assert_array_equal(ours, expected)  # per-row / per-column zero points, exact
     if adt == bdt:  # onnxruntime's u8s8 path saturates int16 partial sums on AVX2
-        check("MatMulInteger", {"a": a, "b": b, "azp": np.array(3, adt), "bzp": np.array(2, bdt)}, opset=10)
-        check("MatMulInteger", {"a": a, "b": b[0]}, opset=10)
+        assert_matches_oracle("MatMulInteger", {"a": a, "b": b, "azp": np.array(3, adt), "bzp": np.array(2, bdt)}, opset=10)
+        assert_matches_oracle("MatMulInteger", {"a": a, "b": b[0]}, opset=10)
 
 
 @pytest.mark.parametrize("dt", [np.uint8, np.int8])
@@ -156,13 +156,13 @@ def test_qlinear_matmul(dt):
     feeds = {"a": a, "as": np.array(0.05, np.float32), "azp": np.array(4, dt), "b": b,
              "bs": np.array(0.02, np.float32), "bzp": np.array(-2 if dt == np.int8 else 130, dt),
              "ys": np.array(0.1, np.float32), "yzp": np.array(1, dt)}
-    check("QLinearMatMul", feeds, opset=10)
+    assert_matches_oracle("QLinearMatMul", feeds, opset=10)
 
 
 def test_conv_integer_and_qlinear_conv_per_channel():
     x = RNG.integers(0, 255, (1, 3, 7, 7)).astype(np.uint8)
     w = RNG.integers(0, 255, (4, 3, 3, 3)).astype(np.uint8)
-    check("ConvInteger", {"x": x, "w": w, "xzp": np.array(128, np.uint8), "wzp": np.array(120, np.uint8)},
+    assert_matches_oracle("ConvInteger", {"x": x, "w": w, "xzp": np.array(128, np.uint8), "wzp": np.array(120, np.uint8)},
           opset=10, pads=[1, 1, 1, 1], strides=[2, 2])
     wq = RNG.integers(-127, 127, (4, 3, 3, 3)).astype(np.int8)
     feeds = {"x": x, "xs": np.array(0.02, np.float32), "xzp": np.array(128, np.uint8), "w": wq,
@@ -171,9 +171,9 @@ def test_conv_integer_and_qlinear_conv_per_channel():
              "b": RNG.integers(-500, 500, 4).astype(np.int32)}
     # onnxruntime's u8s8 kernel saturates int16 partial sums on AVX2, so exact integer arithmetic
     # is checked against onnx.reference; u8u8 against onnxruntime
-    check("QLinearConv", feeds, oracle="ref", opset=10, pads=[1, 1, 1, 1])
+    assert_matches_oracle("QLinearConv", feeds, oracle="ref", opset=10, pads=[1, 1, 1, 1])
     feeds.update(w=RNG.integers(0, 255, (4, 3, 3, 3)).astype(np.uint8), wzp=np.array([3, 120, 128, 7], np.uint8))
-    check("QLinearConv", feeds, opset=10, pads=[1, 1, 1, 1], strides=[2, 1])
+    assert_matches_oracle("QLinearConv", feeds, opset=10, pads=[1, 1, 1, 1], strides=[2, 1])
 
 
 # --- normalisation ----------------------------------------------------------------------------
@@ -181,18 +181,18 @@ def test_conv_integer_and_qlinear_conv_per_channel():
 def test_batch_normalization_inference(shape):
     c = shape[1]
     feeds = {"x": f32(*shape), "s": f32(c), "b": f32(c), "m": f32(c), "v": np.abs(f32(c)) + 0.5}
-    check("BatchNormalization", feeds, rtol=1e-5, atol=1e-5, opset=15, epsilon=1e-3)
+    assert_matches_oracle("BatchNormalization", feeds, rtol=1e-5, atol=1e-5, opset=15, epsilon=1e-3)
 
 
 def test_batch_normalization_training_outputs():
     feeds = {"x": f32(3, 2, 4, 5), "s": f32(2), "b": f32(2), "m": f32(2), "v": np.abs(f32(2)) + 0.5}
-    check("BatchNormalization", feeds, oracle="ref", n_outputs=3, rtol=1e-5, atol=1e-5, opset=15,
+    assert_matches_oracle("BatchNormalization", feeds, oracle="ref", n_outputs=3, rtol=1e-5, atol=1e-5, opset=15,
           training_mode=1, momentum=0.8)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5), (2, 3, 4, 5)])
 def test_instance_normalization(shape):
-    check("InstanceNormalization", {"x": f32(*shape), "s": f32(shape[1]), "b": f32(shape[1])},
+    assert_matches_oracle("InstanceNormalization", {"x": f32(*shape), "s": f32(shape[1]), "b": f32(shape[1])},
           rtol=1e-4, atol=1e-5, opset=6, epsilon=1e-4)
 
 
@@ -201,25 +201,25 @@ def test_layer_normalization_with_stash_outputs(axis):
     x = f32(2, 3, 4, 5)
     norm_shape = x.shape[axis:] if axis >= 0 else x.shape[-1:]
     feeds = {"x": x, "s": f32(*norm_shape), "b": f32(*norm_shape)}
-    check("LayerNormalization", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=17, axis=axis)
+    assert_matches_oracle("LayerNormalization", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=17, axis=axis)
 
 
 @pytest.mark.parametrize("groups", [1, 2, 3, 6])
 def test_group_normalization(groups):
-    check("GroupNormalization", {"x": f32(2, 6, 3, 4), "s": f32(6), "b": f32(6)}, oracle="ref",
+    assert_matches_oracle("GroupNormalization", {"x": f32(2, 6, 3, 4), "s": f32(6), "b": f32(6)}, oracle="ref",
           rtol=1e-4, atol=1e-5, opset=21, num_groups=groups, epsilon=1e-3)
 
 
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_rms_normalization(axis):
     x = f32(2, 3, 4)
-    check("RMSNormalization", {"x": x, "s": f32(*x.shape[axis:])}, oracle="ref", rtol=1e-5, atol=1e-6,
+    assert_matches_oracle("RMSNormalization", {"x": x, "s": f32(*x.shape[axis:])}, oracle="ref", rtol=1e-5, atol=1e-6,
           opset=23, axis=axis)
 
 
 @pytest.mark.parametrize("p,axis", [(1, -1), (2, 1)])
 def test_lp_normalization(p, axis):
-    check("LpNormalization", {"x": f32(3, 4, 5)}, rtol=1e-5, atol=1e-6, opset=13, p=p, axis=axis)
+    assert_matches_oracle("LpNormalization", {"x": f32(3, 4, 5)}, rtol=1e-5, atol=1e-6, opset=13, p=p, axis=axis)
 
 
 def test_mean_variance_normalization_and_lrn():
@@ -236,7 +236,7 @@ def test_mean_variance_normalization_and_lrn():
     std = np.sqrt((xd * xd).mean(axis=(0, 2, 3), keepdims=True) - mean * mean)
     assert ours.dtype == np.float32
     np.testing.assert_allclose(ours, (xd - mean) / (std + 1e-9), rtol=1e-4, atol=1e-5)
-    check("LRN", {"x": f32(2, 7, 3, 3)}, rtol=1e-5, atol=1e-6, opset=13, size=3, alpha=1e-3, beta=0.6, bias=1.5)
+    assert_matches_oracle("LRN", {"x": f32(2, 7, 3, 3)}, rtol=1e-5, atol=1e-6, opset=13, size=3, alpha=1e-3, beta=0.6, bias=1.5)
     # even sizes: onnxruntime refuses them and onnx.reference's LRN loops over the batch axis, so the
     # spec's window [c - floor((size-1)/2), c + ceil((size-1)/2)] is written out here
     x = f32(1, 5, 4, 4)
@@ -262,55 +262,55 @@ POOL_CASES = [
 
 @pytest.mark.parametrize("name,shape,attrs", POOL_CASES, ids=[c[0] for c in POOL_CASES])
 def test_max_pool_with_indices(name, shape, attrs):
-    check("MaxPool", {"x": f32(*shape)}, n_outputs=2, opset=12, **attrs)
+    assert_matches_oracle("MaxPool", {"x": f32(*shape)}, n_outputs=2, opset=12, **attrs)
 
 
 @pytest.mark.parametrize("storage_order", [0, 1])
 def test_max_pool_dilations_storage_order(storage_order):
-    check("MaxPool", {"x": f32(2, 3, 9, 8)}, n_outputs=2, opset=12, kernel_shape=[2, 3], dilations=[2, 2],
+    assert_matches_oracle("MaxPool", {"x": f32(2, 3, 9, 8)}, n_outputs=2, opset=12, kernel_shape=[2, 3], dilations=[2, 2],
           strides=[1, 2], pads=[1, 1, 0, 1], storage_order=storage_order)
 
 
 def test_max_pool_int8():
-    check("MaxPool", {"x": RNG.integers(-128, 127, (1, 2, 6, 6)).astype(np.int8)}, opset=12,
+    assert_matches_oracle("MaxPool", {"x": RNG.integers(-128, 127, (1, 2, 6, 6)).astype(np.int8)}, opset=12,
           kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])
 
 
 @pytest.mark.parametrize("name,shape,attrs", POOL_CASES, ids=[c[0] for c in POOL_CASES])
 @pytest.mark.parametrize("include_pad", [0, 1])
 def test_average_pool(name, shape, attrs, include_pad):
-    check("AveragePool", {"x": f32(*shape)}, rtol=1e-5, atol=1e-6, opset=19, count_include_pad=include_pad, **attrs)
+    assert_matches_oracle("AveragePool", {"x": f32(*shape)}, rtol=1e-5, atol=1e-6, opset=19, count_include_pad=include_pad, **attrs)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_lp_pool_and_global_pools(p):
-    check("LpPool", {"x": f32(1, 2, 7, 6)}, rtol=1e-4, atol=1e-5, opset=18, kernel_shape=[3, 2], strides=[2, 1],
+    assert_matches_oracle("LpPool", {"x": f32(1, 2, 7, 6)}, rtol=1e-4, atol=1e-5, opset=18, kernel_shape=[3, 2], strides=[2, 1],
           pads=[1, 0, 1, 1], p=p)
-    check("GlobalLpPool", {"x": f32(2, 3, 4, 5)}, rtol=1e-4, atol=1e-5, opset=2, p=p)
+    assert_matches_oracle("GlobalLpPool", {"x": f32(2, 3, 4, 5)}, rtol=1e-4, atol=1e-5, opset=2, p=p)
     for op_type in ("GlobalAveragePool", "GlobalMaxPool"):
-        check(op_type, {"x": f32(2, 3, 4, 5, 2)}, rtol=1e-5, atol=1e-6, opset=13)
+        assert_matches_oracle(op_type, {"x": f32(2, 3, 4, 5, 2)}, rtol=1e-5, atol=1e-6, opset=13)
 
 
 def test_max_unpool_inverts_max_pool_indices():
     x = f32(1, 2, 6, 6)
-    pooled, indices = check("MaxPool", {"x": x}, n_outputs=2, opset=12, kernel_shape=[2, 2], strides=[2, 2])
-    check("MaxUnpool", {"x": pooled, "i": indices}, opset=11, kernel_shape=[2, 2], strides=[2, 2])
-    check("MaxUnpool", {"x": pooled, "i": indices, "shape": i64(1, 2, 7, 7)}, oracle="ref", opset=11,
+    pooled, indices = assert_matches_oracle("MaxPool", {"x": x}, n_outputs=2, opset=12, kernel_shape=[2, 2], strides=[2, 2])
+    assert_matches_oracle("MaxUnpool", {"x": pooled, "i": indices}, opset=11, kernel_shape=[2, 2], strides=[2, 2])
+    assert_matches_oracle("MaxUnpool", {"x": pooled, "i": indices, "shape": i64(1, 2, 7, 7)}, oracle="ref", opset=11,
           kernel_shape=[2, 2], strides=[2, 2])
 
 
 def test_max_roi_pool_and_roi_align():
     x = f32(2, 3, 10, 12)
     rois = np.array([[0, 1, 1, 8, 6], [1, 0, 2, 11, 9], [0, 3.4, 2.2, 5.7, 7.9]], np.float32)
-    check("MaxRoiPool", {"x": x, "rois": rois}, opset=1, pooled_shape=[3, 2], spatial_scale=1.0)
+    assert_matches_oracle("MaxRoiPool", {"x": x, "rois": rois}, opset=1, pooled_shape=[3, 2], spatial_scale=1.0)
     boxes = rois[:, 1:]
     batch = np.array([0, 1, 0], np.int64)
     for mode in ("avg", "max"):
         for ctm in ("half_pixel", "output_half_pixel"):
-            check("RoiAlign", {"x": x, "rois": boxes, "b": batch}, rtol=1e-4, atol=1e-5, opset=16, mode=mode,
+            assert_matches_oracle("RoiAlign", {"x": x, "rois": boxes, "b": batch}, rtol=1e-4, atol=1e-5, opset=16, mode=mode,
                   output_height=3, output_width=4, sampling_ratio=2, spatial_scale=0.9,
                   coordinate_transformation_mode=ctm)
-    check("RoiAlign", {"x": x, "rois": boxes, "b": batch}, rtol=1e-4, atol=1e-5, opset=16, output_height=2,
+    assert_matches_oracle("RoiAlign", {"x": x, "rois": boxes, "b": batch}, rtol=1e-4, atol=1e-5, opset=16, output_height=2,
           output_width=2, sampling_ratio=0)
 
 
@@ -322,7 +322,7 @@ def test_softmax_family_axis_semantics(op_type, opset, axis):
     x = f32(2, 3, 4)
     if op_type == "Hardmax":
         x[0, 0, :2] = 5.0  # ties: the first maximum wins
-    check(op_type, {"x": x}, rtol=1e-5, atol=1e-6, opset=opset, **attrs)
+    assert_matches_oracle(op_type, {"x": x}, rtol=1e-5, atol=1e-6, opset=opset, **attrs)
 
 
 ACTIVATIONS = [
@@ -338,19 +338,19 @@ ACTIVATIONS = [
 def test_activations(op_type, attrs, opset, dtype):
     x = (f32(3, 50, scale=4.0)).astype(dtype)
     x[0, :4] = [0.0, -100.0, 100.0, -0.5]
-    check(op_type, {"x": x}, rtol=1e-5, atol=1e-6, opset=opset, **attrs)
+    assert_matches_oracle(op_type, {"x": x}, rtol=1e-5, atol=1e-6, opset=opset, **attrs)
 
 
 def test_swish_and_prelu():
-    check("Swish", {"x": f32(4, 6)}, oracle="ref", rtol=1e-5, atol=1e-6, opset=24, alpha=0.7)
-    check("PRelu", {"x": f32(2, 3, 4), "slope": f32(3, 1)}, rtol=1e-6, atol=1e-6, opset=16)
-    check("PRelu", {"x": f32(2, 3, 4), "slope": f32(4)}, rtol=1e-6, atol=1e-6, opset=16)
+    assert_matches_oracle("Swish", {"x": f32(4, 6)}, oracle="ref", rtol=1e-5, atol=1e-6, opset=24, alpha=0.7)
+    assert_matches_oracle("PRelu", {"x": f32(2, 3, 4), "slope": f32(3, 1)}, rtol=1e-6, atol=1e-6, opset=16)
+    assert_matches_oracle("PRelu", {"x": f32(2, 3, 4), "slope": f32(4)}, rtol=1e-6, atol=1e-6, opset=16)
 
 
 def test_dropout_inference_is_identity_with_true_mask():
     x = f32(3, 4)
-    check("Dropout", {"x": x}, n_outputs=2, opset=13)
-    check("Dropout", {"x": x, "r": np.array(0.3, np.float32), "t": np.array(False)}, n_outputs=2, opset=13)
+    assert_matches_oracle("Dropout", {"x": x}, n_outputs=2, opset=13)
+    assert_matches_oracle("Dropout", {"x": x, "r": np.array(0.3, np.float32), "t": np.array(False)}, n_outputs=2, opset=13)
 
 
 def test_dropout_training_mask_and_scale():
@@ -384,14 +384,14 @@ def test_resize_scales(mode, ctm, nearest, scales):
     # align_corners with a fractional output length: onnx divides by (scale * length - 1) where
     # onnxruntime uses the integer length; the ONNX backend tests follow onnx
     oracle = "ref" if ctm == "align_corners" and scales[3] == 0.75 else "ort"
-    check("Resize", feeds, oracle=oracle, rtol=1e-4, atol=1e-5, opset=13, **attrs)
+    assert_matches_oracle("Resize", feeds, oracle=oracle, rtol=1e-4, atol=1e-5, opset=13, **attrs)
 
 
 @pytest.mark.parametrize("mode", ["linear", "cubic"])
 @pytest.mark.parametrize("antialias", [0, 1])
 def test_resize_sizes_antialias_exclude_outside(mode, antialias):
     feeds = {"x": f32(1, 2, 9, 10), "sizes": i64(1, 2, 4, 13)}
-    check("Resize", feeds, rtol=1e-4, atol=1e-5, opset=18, input_names=["x", "", "", "sizes"], mode=mode,
+    assert_matches_oracle("Resize", feeds, rtol=1e-4, atol=1e-5, opset=18, input_names=["x", "", "", "sizes"], mode=mode,
           antialias=antialias,
           exclude_outside=1 if mode == "cubic" else 0, cubic_coeff_a=-0.5)
 
@@ -399,7 +399,7 @@ def test_resize_sizes_antialias_exclude_outside(mode, antialias):
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 def test_resize_keep_aspect_ratio_with_axes(policy):
     feeds = {"x": f32(2, 6, 8, 3), "sizes": i64(4, 9)}
-    check("Resize", feeds, rtol=1e-4, atol=1e-5, opset=18, input_names=["x", "", "", "sizes"], mode="linear",
+    assert_matches_oracle("Resize", feeds, rtol=1e-4, atol=1e-5, opset=18, input_names=["x", "", "", "sizes"], mode="linear",
           axes=[1, 2],
           keep_aspect_ratio_policy=policy)
 
@@ -407,16 +407,16 @@ def test_resize_keep_aspect_ratio_with_axes(policy):
 def test_resize_tf_crop_and_resize_and_uint8():
     feeds = {"x": f32(1, 1, 6, 6), "roi": np.array([0, 0, 0.2, 0.1, 1, 1, 0.9, 1.2], np.float32),
              "sizes": i64(1, 1, 4, 5)}
-    check("Resize", feeds, rtol=1e-4, atol=1e-5, opset=13, input_names=["x", "roi", "", "sizes"], mode="linear",
+    assert_matches_oracle("Resize", feeds, rtol=1e-4, atol=1e-5, opset=13, input_names=["x", "roi", "", "sizes"], mode="linear",
           coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.0)
     img = RNG.integers(0, 255, (1, 3, 5, 5)).astype(np.uint8)
-    check("Resize", {"x": img, "roi": np.zeros(0, np.float32), "scales": np.array([1, 1, 1.6, 1.6], np.float32)},
+    assert_matches_oracle("Resize", {"x": img, "roi": np.zeros(0, np.float32), "scales": np.array([1, 1, 1.6, 1.6], np.float32)},
           atol=1, opset=13, mode="linear")
 
 
 def test_upsample_nearest_and_linear():
-    check("Upsample", {"x": f32(1, 2, 3, 4), "s": np.array([1, 1, 2, 3], np.float32)}, opset=9, mode="nearest")
-    check("Upsample", {"x": f32(1, 2, 3, 4), "s": np.array([1, 1, 2, 1.5], np.float32)}, rtol=1e-5, atol=1e-6,
+    assert_matches_oracle("Upsample", {"x": f32(1, 2, 3, 4), "s": np.array([1, 1, 2, 3], np.float32)}, opset=9, mode="nearest")
+    assert_matches_oracle("Upsample", {"x": f32(1, 2, 3, 4), "s": np.array([1, 1, 2, 1.5], np.float32)}, rtol=1e-5, atol=1e-6,
           opset=9, mode="linear")
 
 
@@ -426,42 +426,42 @@ def test_upsample_nearest_and_linear():
 def test_grid_sample(mode, padding, align):
     grid = RNG.uniform(-1.3, 1.3, (2, 4, 5, 2)).astype(np.float32)
     feeds = {"x": f32(2, 3, 5, 6), "grid": grid}
-    check("GridSample", feeds, oracle="ref", rtol=1e-4, atol=1e-5, opset=20, mode=mode, padding_mode=padding,
+    assert_matches_oracle("GridSample", feeds, oracle="ref", rtol=1e-4, atol=1e-5, opset=20, mode=mode, padding_mode=padding,
           align_corners=align)
     if not (mode == "cubic" and padding == "border"):  # onnxruntime clamps bicubic taps differently there
-        check("GridSample", feeds, rtol=1e-4, atol=1e-5, opset=16, padding_mode=padding, align_corners=align,
+        assert_matches_oracle("GridSample", feeds, rtol=1e-4, atol=1e-5, opset=16, padding_mode=padding, align_corners=align,
               mode={"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode))
 
 
 def test_grid_sample_3d_linear():
     grid = RNG.uniform(-1.1, 1.1, (1, 3, 4, 2, 3)).astype(np.float32)
-    check("GridSample", {"x": f32(1, 2, 4, 5, 3), "grid": grid}, oracle="ref", rtol=1e-4, atol=1e-5, opset=20,
+    assert_matches_oracle("GridSample", {"x": f32(1, 2, 4, 5, 3), "grid": grid}, oracle="ref", rtol=1e-4, atol=1e-5, opset=20,
           mode="linear", padding_mode="border")
 
 
 @pytest.mark.parametrize("align", [0, 1])
 def test_affine_grid_2d_3d(align):
-    check("AffineGrid", {"theta": f32(2, 2, 3), "size": i64(2, 3, 4, 5)}, oracle="ref", rtol=1e-5, atol=1e-6,
+    assert_matches_oracle("AffineGrid", {"theta": f32(2, 2, 3), "size": i64(2, 3, 4, 5)}, oracle="ref", rtol=1e-5, atol=1e-6,
           opset=20, align_corners=align)
-    check("AffineGrid", {"theta": f32(1, 3, 4), "size": i64(1, 1, 2, 3, 4)}, oracle="ref", rtol=1e-5, atol=1e-6,
+    assert_matches_oracle("AffineGrid", {"theta": f32(1, 3, 4), "size": i64(1, 1, 2, 3, 4)}, oracle="ref", rtol=1e-5, atol=1e-6,
           opset=20, align_corners=align)
 
 
 def test_col2im_center_crop_pad_depth_space():
-    check("Col2Im", {"x": f32(2, 2 * 6, 15), "img": i64(5, 6), "block": i64(2, 3)}, oracle="ref", rtol=1e-5,
+    assert_matches_oracle("Col2Im", {"x": f32(2, 2 * 6, 15), "img": i64(5, 6), "block": i64(2, 3)}, oracle="ref", rtol=1e-5,
           atol=1e-6, opset=18, strides=[2, 1], pads=[1, 0, 0, 1], dilations=[1, 1])
-    check("CenterCropPad", {"x": f32(5, 6, 3), "shape": i64(3, 9)}, oracle="ref", opset=18, axes=[0, 1])
-    check("CenterCropPad", {"x": f32(4, 7), "shape": i64(7, 2)}, oracle="ref", opset=18)
+    assert_matches_oracle("CenterCropPad", {"x": f32(5, 6, 3), "shape": i64(3, 9)}, oracle="ref", opset=18, axes=[0, 1])
+    assert_matches_oracle("CenterCropPad", {"x": f32(4, 7), "shape": i64(7, 2)}, oracle="ref", opset=18)
     for mode in ("DCR", "CRD"):
-        check("DepthToSpace", {"x": f32(2, 8, 3, 2)}, opset=13, blocksize=2, mode=mode)
-    check("SpaceToDepth", {"x": f32(2, 3, 4, 6)}, opset=13, blocksize=2)
+        assert_matches_oracle("DepthToSpace", {"x": f32(2, 8, 3, 2)}, opset=13, blocksize=2, mode=mode)
+    assert_matches_oracle("SpaceToDepth", {"x": f32(2, 3, 4, 6)}, opset=13, blocksize=2)
 
 
 @pytest.mark.parametrize("largest,axis", [(1, -1), (0, 0), (1, 1)])
 def test_top_k_with_ties(largest, axis):
     x = RNG.integers(0, 4, (5, 6)).astype(np.float32)  # many ties: lower indices first
-    check("TopK", {"x": x, "k": i64(3)}, n_outputs=2, opset=11, largest=largest, axis=axis)
-    check("TopK", {"x": x.astype(np.int32), "k": i64(2)}, n_outputs=2, opset=11, largest=largest, axis=axis)
+    assert_matches_oracle("TopK", {"x": x, "k": i64(3)}, n_outputs=2, opset=11, largest=largest, axis=axis)
+    assert_matches_oracle("TopK", {"x": x.astype(np.int32), "k": i64(2)}, n_outputs=2, opset=11, largest=largest, axis=axis)
 
 
 # --- recurrent layers -------------------------------------------------------------------------
@@ -497,17 +497,17 @@ def _trim(names):
 def test_lstm(direction, lens, init, layout):
     d = 2 if direction == "bidirectional" else 1
     feeds, names = _rnn_feeds(4, d, lens=lens, init=init, layout=layout, extra=("h0", "c0"))
-    check("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
+    assert_matches_oracle("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
           direction=direction, hidden_size=5, layout=layout)
 
 
 def test_lstm_peepholes_input_forget_clip_activations():
     feeds, names = _rnn_feeds(4, 2, init=True, extra=("h0", "c0"))
     feeds["p"] = f32(2, 15, scale=0.5)
-    check("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=names + ["p"],
+    assert_matches_oracle("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=names + ["p"],
           direction="bidirectional", hidden_size=5, input_forget=1, clip=0.8)
     feeds, names = _rnn_feeds(4, 1, lens=[4, 3, 1])
-    check("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names), hidden_size=5,
+    assert_matches_oracle("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names), hidden_size=5,
           activations=["HardSigmoid", "LeakyRelu", "Softsign"], activation_alpha=[0.3, 0.1], activation_beta=[0.4])
 
 
@@ -516,13 +516,13 @@ def test_lstm_peepholes_input_forget_clip_activations():
 def test_gru(direction, lens, init, layout, lbr):
     d = 2 if direction == "bidirectional" else 1
     feeds, names = _rnn_feeds(3, d, lens=lens, init=init, layout=layout)
-    check("GRU", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
+    assert_matches_oracle("GRU", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
           direction=direction, hidden_size=5, layout=layout, linear_before_reset=lbr)
 
 
 def test_gru_clip_and_activations():
     feeds, names = _rnn_feeds(3, 2, init=True)
-    check("GRU", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=names, direction="bidirectional",
+    assert_matches_oracle("GRU", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=names, direction="bidirectional",
           hidden_size=5, clip=0.5, activations=["Sigmoid", "Relu", "HardSigmoid", "Tanh"],
           activation_alpha=[0.25], activation_beta=[0.5])
 
@@ -531,10 +531,10 @@ def test_gru_clip_and_activations():
 def test_rnn(direction, lens, init, layout):
     d = 2 if direction == "bidirectional" else 1
     feeds, names = _rnn_feeds(1, d, lens=lens, init=init, layout=layout)
-    check("RNN", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
+    assert_matches_oracle("RNN", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
           direction=direction, hidden_size=5, layout=layout)
     if d == 2 and layout == 0:
-        check("RNN", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
+        assert_matches_oracle("RNN", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=_trim(names),
               direction=direction, hidden_size=5, layout=layout, activations=["Relu", "Sigmoid"])
 
 
@@ -566,7 +566,7 @@ def test_attention_23(variant):
     if variant == "softcap":
         attrs.update(softcap=2.0, scale=0.3, qk_matmul_output_mode=3)
     n_out = 4 if variant in ("past", "softcap") else 1
-    check("Attention", feeds, oracle="ref", n_outputs=n_out, rtol=1e-5, atol=1e-6, opset=23, input_names=names,
+    assert_matches_oracle("Attention", feeds, oracle="ref", n_outputs=n_out, rtol=1e-5, atol=1e-6, opset=23, input_names=names,
           **attrs)
 
 
@@ -575,8 +575,8 @@ def test_rotary_embedding(interleaved):
     x = f32(2, 3, 4, 8)
     cos, sin = f32(10, 2), f32(10, 2)
     feeds = {"x": x, "cos": cos, "sin": sin, "pos": RNG.integers(0, 10, (2, 4)).astype(np.int64)}
-    check("RotaryEmbedding", feeds, oracle="ref", rtol=1e-6, atol=1e-6, opset=23, interleaved=interleaved,
+    assert_matches_oracle("RotaryEmbedding", feeds, oracle="ref", rtol=1e-6, atol=1e-6, opset=23, interleaved=interleaved,
           rotary_embedding_dim=4)
     feeds3 = {"x": f32(2, 4, 16), "cos": f32(2, 4, 2), "sin": f32(2, 4, 2)}
-    check("RotaryEmbedding", feeds3, oracle="ref", rtol=1e-6, atol=1e-6, opset=23, interleaved=interleaved,
+    assert_matches_oracle("RotaryEmbedding", feeds3, oracle="ref", rtol=1e-6, atol=1e-6, opset=23, interleaved=interleaved,
           num_heads=4)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto
 
-from tests.numpy_provider.single_node_oracle import check
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle
 
 RNG = np.random.default_rng(5)
 X = (RNG.standard_normal((3, 4, 6)) * 40).astype(np.float32)
@@ -28,7 +28,7 @@ def zero(dtype, shape=()):
 def test_quantize_per_tensor(name):
     dtype = TYPES[name]
     x = X / 30 if name in ("uint2", "int2", "e2m1") else X
-    check("QuantizeLinear", {"x": x, "scale": np.array(0.7, np.float32), "zp": zero(dtype)}, oracle="ref", opset=25)
+    assert_matches_oracle("QuantizeLinear", {"x": x, "scale": np.array(0.7, np.float32), "zp": zero(dtype)}, oracle="ref", opset=25)
 
 
 @pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int4", "e4m3fn"])
@@ -36,23 +36,23 @@ def test_quantize_per_axis_and_blocked(name):
     dtype = TYPES[name]
     scale = RNG.uniform(0.5, 2, size=4).astype(np.float32)
     zp = zero(dtype, 4) if name.startswith("e") else (RNG.integers(0, 3, size=4)).astype(dtype)
-    check("QuantizeLinear", {"x": X, "scale": scale, "zp": zp}, oracle="ref", opset=25, axis=1)
+    assert_matches_oracle("QuantizeLinear", {"x": X, "scale": scale, "zp": zp}, oracle="ref", opset=25, axis=1)
     block_scale = RNG.uniform(0.5, 2, size=(3, 2, 6)).astype(np.float32)  # 4 along axis 1, blocks of 3
-    check("QuantizeLinear", {"x": X, "scale": block_scale, "zp": np.zeros((3, 2, 6), dtype)}, oracle="ref",
+    assert_matches_oracle("QuantizeLinear", {"x": X, "scale": block_scale, "zp": np.zeros((3, 2, 6), dtype)}, oracle="ref",
           opset=25, axis=1, block_size=3)
 
 
 @pytest.mark.parametrize("saturate", [0, 1])
 def test_quantize_float8_saturation(saturate):
     x = np.array([0.5, 1e6, -1e6, np.nan], np.float32)
-    check("QuantizeLinear", {"x": x, "scale": np.array(1, np.float32), "zp": zero(ml_dtypes.float8_e4m3fn)}, oracle="ref",
+    assert_matches_oracle("QuantizeLinear", {"x": x, "scale": np.array(1, np.float32), "zp": zero(ml_dtypes.float8_e4m3fn)}, oracle="ref",
           opset=25, saturate=saturate)
 
 
 def test_quantize_output_dtype_without_zero_point_and_float16_input():
-    check("QuantizeLinear", {"x": X.astype(np.float16), "scale": np.array(0.5, np.float16)}, oracle="ref", opset=25,
+    assert_matches_oracle("QuantizeLinear", {"x": X.astype(np.float16), "scale": np.array(0.5, np.float16)}, oracle="ref", opset=25,
           output_dtype=TensorProto.INT8)
-    check("QuantizeLinear", {"x": X, "scale": np.array(0.25, np.float32)}, oracle="ort", opset=13)
+    assert_matches_oracle("QuantizeLinear", {"x": X, "scale": np.array(0.25, np.float32)}, oracle="ort", opset=13)
 
 
 @pytest.mark.parametrize("name", list(TYPES))
@@ -61,19 +61,19 @@ def test_dequantize(name):
     q = RNG.uniform(-2, 2, size=(3, 4)).astype(np.float32).astype(dtype) if name.startswith("e") \
         else RNG.integers(0, 2, size=(3, 4)).astype(dtype)
     zp = zero(dtype, 4) if name.startswith("e") else np.ones(4, dtype) if name != "int2" else zero(dtype, 4)
-    check("DequantizeLinear", {"x": q, "scale": RNG.uniform(0.5, 2, 4).astype(np.float32), "zp": zp},
+    assert_matches_oracle("DequantizeLinear", {"x": q, "scale": RNG.uniform(0.5, 2, 4).astype(np.float32), "zp": zp},
           oracle="ref", opset=25, axis=1)
 
 
 def test_dequantize_blocked_float16_and_int32():
     q = RNG.integers(-100, 100, size=(4, 6)).astype(np.int8)
-    check("DequantizeLinear", {"x": q, "scale": RNG.uniform(0.5, 2, (4, 2)).astype(np.float16),
+    assert_matches_oracle("DequantizeLinear", {"x": q, "scale": RNG.uniform(0.5, 2, (4, 2)).astype(np.float16),
                                "zp": RNG.integers(-3, 3, (4, 2)).astype(np.int8)}, oracle="ref", opset=25,
           axis=1, block_size=3)
-    check("DequantizeLinear", {"x": np.array([1 << 20, -7], np.int32), "scale": np.array(0.5, np.float32)}, oracle="ort",
+    assert_matches_oracle("DequantizeLinear", {"x": np.array([1 << 20, -7], np.int32), "scale": np.array(0.5, np.float32)}, oracle="ort",
           opset=13)
 
 
 @pytest.mark.parametrize("x", [X, np.abs(X), -np.abs(X), np.zeros((2, 3), np.float32)])  # all-zero: scale 1
 def test_dynamic_quantize_linear(x):
-    check("DynamicQuantizeLinear", {"x": x}, oracle="ort", n_outputs=3, opset=11)
+    assert_matches_oracle("DynamicQuantizeLinear", {"x": x}, oracle="ort", n_outputs=3, opset=11)

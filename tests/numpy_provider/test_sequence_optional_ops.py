@@ -7,20 +7,20 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxplug
-from tests.numpy_provider.single_node_oracle import assert_same, check, kernels_only, node_model, run_ours
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same, kernels_only, node_model, run_ours
 
 RNG = np.random.default_rng(3)
 SEQ = [RNG.standard_normal((2, 3)).astype(np.float32) for _ in range(4)]
 
 
 def test_sequence_construct_and_length():
-    check("SequenceConstruct", {"a": SEQ[0], "b": SEQ[1], "c": SEQ[2]}, oracle="ref")
-    check("SequenceLength", {"s": SEQ}, oracle="ref")
+    assert_matches_oracle("SequenceConstruct", {"a": SEQ[0], "b": SEQ[1], "c": SEQ[2]}, oracle="ref")
+    assert_matches_oracle("SequenceLength", {"s": SEQ}, oracle="ref")
 
 
 @pytest.mark.parametrize("pos", [0, 2, -1, -4])
 def test_sequence_at(pos):
-    check("SequenceAt", {"s": SEQ, "p": np.array(pos, np.int64)}, oracle="ref")
+    assert_matches_oracle("SequenceAt", {"s": SEQ, "p": np.array(pos, np.int64)}, oracle="ref")
 
 
 @pytest.mark.parametrize("pos", [None, 0, 4, -1])
@@ -28,13 +28,13 @@ def test_sequence_insert(pos):
     feeds = {"s": SEQ, "t": SEQ[0] + 1}
     if pos is not None:
         feeds["p"] = np.array(pos, np.int64)
-    check("SequenceInsert", feeds, oracle="ort")  # onnx.reference inserts pos == len at the front
+    assert_matches_oracle("SequenceInsert", feeds, oracle="ort")  # onnx.reference inserts pos == len at the front
 
 
 @pytest.mark.parametrize("pos", [None, 0, -2])
 def test_sequence_erase(pos):
     feeds = {"s": SEQ} if pos is None else {"s": SEQ, "p": np.array(pos, np.int64)}
-    check("SequenceErase", feeds, oracle="ref")
+    assert_matches_oracle("SequenceErase", feeds, oracle="ref")
 
 
 def test_sequence_at_out_of_range_names_node():
@@ -50,12 +50,12 @@ def test_split_to_sequence(split, keepdims):
     feeds = {"x": RNG.standard_normal((5, 3)).astype(np.float32)}
     if split is not None:
         feeds["split"] = split
-    check("SplitToSequence", feeds, oracle="ref", axis=0, keepdims=keepdims)
+    assert_matches_oracle("SplitToSequence", feeds, oracle="ref", axis=0, keepdims=keepdims)
 
 
 @pytest.mark.parametrize("axis,new_axis", [(0, 0), (1, 0), (-1, 1), (0, 1), (2, 1)])
 def test_concat_from_sequence(axis, new_axis):
-    check("ConcatFromSequence", {"s": SEQ}, oracle="ref", axis=axis, new_axis=new_axis)
+    assert_matches_oracle("ConcatFromSequence", {"s": SEQ}, oracle="ref", axis=axis, new_axis=new_axis)
 
 
 def test_sequence_empty_then_insert():

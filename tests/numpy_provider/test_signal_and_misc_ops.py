@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 import onnxplug
 from tests.numpy_provider.backend_node_cases import cases_for, failures
-from tests.numpy_provider.single_node_oracle import assert_same, check
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same
 
 RNG = np.random.default_rng(9)
 
@@ -34,7 +34,7 @@ def test_dft_against_reference(inverse, onesided):
     x = RNG.standard_normal((2, 8, 2 if not onesided or inverse else 1)).astype(np.float32)
     if inverse and onesided:
         x = RNG.standard_normal((2, 5, 2)).astype(np.float32)
-    check("DFT", {"x": x}, oracle="ref", opset=20, inverse=inverse, onesided=onesided, rtol=1e-4, atol=1e-5)
+    assert_matches_oracle("DFT", {"x": x}, oracle="ref", opset=20, inverse=inverse, onesided=onesided, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("center_point_box", [0, 1])
@@ -47,7 +47,7 @@ def test_non_max_suppression_random_boxes(center_point_box, score_threshold):
              "max": np.array([7], np.int64), "iou": np.array([0.4], np.float32)}
     if score_threshold is not None:
         feeds["score"] = np.array([score_threshold], np.float32)
-    (ours,) = check("NonMaxSuppression", feeds, oracle="ort", opset=11, center_point_box=center_point_box)
+    (ours,) = assert_matches_oracle("NonMaxSuppression", feeds, oracle="ort", opset=11, center_point_box=center_point_box)
     assert ours.dtype == np.int64 and ours.shape[1] == 3
 
 
@@ -60,10 +60,10 @@ def test_losses_against_onnxruntime(reduction, weighted):
     feeds = {"x": scores, "t": labels}
     if weighted:
         feeds["w"] = RNG.random(5).astype(np.float32)
-    check("SoftmaxCrossEntropyLoss", feeds, oracle="ort", n_outputs=2, opset=13, reduction=reduction,
+    assert_matches_oracle("SoftmaxCrossEntropyLoss", feeds, oracle="ort", n_outputs=2, opset=13, reduction=reduction,
           ignore_index=-1, rtol=1e-5, atol=1e-5)
     logp = np.log(np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)).astype(np.float32)
-    check("NegativeLogLikelihoodLoss", {**feeds, "x": logp}, oracle="ort", opset=13, reduction=reduction,
+    assert_matches_oracle("NegativeLogLikelihoodLoss", {**feeds, "x": logp}, oracle="ort", opset=13, reduction=reduction,
           ignore_index=-1)
 
 
@@ -71,14 +71,14 @@ def test_losses_against_onnxruntime(reduction, weighted):
 def test_tensor_scatter_axis_2_of_4d_cache(mode):
     cache = RNG.standard_normal((2, 3, 6, 4)).astype(np.float32)
     update = RNG.standard_normal((2, 3, 3, 4)).astype(np.float32)
-    check("TensorScatter", {"c": cache, "u": update, "i": np.array([1, 5 if mode == "circular" else 3], np.int64)},
+    assert_matches_oracle("TensorScatter", {"c": cache, "u": update, "i": np.array([1, 5 if mode == "circular" else 3], np.int64)},
           oracle="ref", opset=24, mode=mode, axis=2)
 
 
 def test_swiglu_float16_and_bitcast():
     a, b = RNG.standard_normal((3, 8)).astype(np.float16), RNG.standard_normal((3, 8)).astype(np.float16)
-    check("SwiGLU", {"a": a, "b": b}, oracle="ref", opset=28, alpha=1.5, rtol=2e-3, atol=2e-3)
-    (y,) = check("BitCast", {"x": np.array([1.0, -2.5], np.float32)}, oracle="ref", opset=26, to=TensorProto.INT32)
+    assert_matches_oracle("SwiGLU", {"a": a, "b": b}, oracle="ref", opset=28, alpha=1.5, rtol=2e-3, atol=2e-3)
+    (y,) = assert_matches_oracle("BitCast", {"x": np.array([1.0, -2.5], np.float32)}, oracle="ref", opset=26, to=TensorProto.INT32)
     assert y.dtype == np.int32
 
 

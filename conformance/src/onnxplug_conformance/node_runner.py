@@ -81,8 +81,8 @@ def check_outputs(case: NodeCase, data_set: DataSet, actual: list[Any]) -> None:
         compare_outputs(data_set.expected_outputs, actual, case.rtol, case.atol)
 
 
-def run_node_case(case: NodeCase, provider: ProviderUnderTest) -> None:
-    """Run every data set of ``case`` on ``provider`` and compare.
+def run_node_case(case: NodeCase, provider: ProviderUnderTest) -> int:
+    """Run every data set of ``case`` on ``provider``, compare, and return how many were compared.
 
     Raises :class:`NotClaimed`, ``AssertionError`` for wrong outputs, or whatever the session
     raised (an error of the provider or the runtime).
@@ -93,3 +93,4 @@ def run_node_case(case: NodeCase, provider: ProviderUnderTest) -> None:
             warnings.simplefilter("ignore")  # overflow etc. in edge-case data is expected
             actual = session.run(None, fresh_feeds(data_set))
         check_outputs(case, data_set, actual)
+    return len(case.data_sets)

@@ -77,7 +77,7 @@ def assert_close(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray], r
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol * scale)
 
 
-def check_against_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **tol: float) -> None:
+def assert_matches_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **tol: float) -> None:
     """The numba provider alone (no fallback) matches onnxruntime."""
     got, _ = run_numba(model, feeds)
     assert_close(got, run_onnxruntime(model, feeds), **tol)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numba_test_helpers import check_against_onnxruntime, node_model
+from numba_test_helpers import assert_matches_onnxruntime, node_model
 
 CONV_CASES = [
     # (input shape, weight shape, attributes)
@@ -38,7 +38,7 @@ def test_conv(rng, x_shape, w_shape, attrs, with_bias):
     init = {"w": rng.standard_normal(w_shape).astype(np.float32)}
     if with_bias:
         init["b"] = rng.standard_normal(w_shape[0]).astype(np.float32)
-    check_against_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})
+    assert_matches_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})
 
 
 @pytest.mark.parametrize("attrs", [
@@ -52,7 +52,7 @@ def test_conv_transpose(rng, attrs):
     b = rng.standard_normal(3 * attrs.get("group", 1)).astype(np.float32)
     if attrs.get("group"):
         w = w[:, :3]
-    check_against_onnxruntime(node_model("ConvTranspose", {"x": x}, initializers={"w": w, "b": b}, **attrs), {"x": x})
+    assert_matches_onnxruntime(node_model("ConvTranspose", {"x": x}, initializers={"w": w, "b": b}, **attrs), {"x": x})
 
 
 @pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
@@ -68,15 +68,15 @@ def test_pool(rng, op, attrs):
     if op == "MaxPool":
         attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
     x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
-    check_against_onnxruntime(node_model(op, {"x": x}, opset=19, **attrs), {"x": x})
+    assert_matches_onnxruntime(node_model(op, {"x": x}, opset=19, **attrs), {"x": x})
 
 
 def test_pool_1d(rng):
     x = rng.standard_normal((2, 3, 11)).astype(np.float32)
-    check_against_onnxruntime(node_model("MaxPool", {"x": x}, kernel_shape=[3], strides=[2], pads=[1, 1]), {"x": x})
+    assert_matches_onnxruntime(node_model("MaxPool", {"x": x}, kernel_shape=[3], strides=[2], pads=[1, 1]), {"x": x})
 
 
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
 def test_global_pool(rng, op):
     x = rng.standard_normal((2, 5, 6, 7)).astype(np.float32)
-    check_against_onnxruntime(node_model(op, {"x": x}), {"x": x})
+    assert_matches_onnxruntime(node_model(op, {"x": x}), {"x": x})

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numba_test_helpers import check_against_onnxruntime, node_model
+from numba_test_helpers import assert_matches_onnxruntime, node_model
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((4, 5), (5, 3)), ((2, 3, 4, 5), (5, 6)), ((2, 1, 4, 5), (3, 5, 2)),
                                              ((5,), (5, 3)), ((3, 4, 5), (5,))])
 def test_matmul(rng, a_shape, b_shape):
     feeds = {"a": rng.standard_normal(a_shape).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32)}
-    check_against_onnxruntime(node_model("MatMul", feeds), feeds)
+    assert_matches_onnxruntime(node_model("MatMul", feeds), feeds)
 
 
 @pytest.mark.parametrize("attrs,c_shape", [({}, (3,)), ({"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}, (4, 3)),
@@ -23,7 +23,7 @@ def test_gemm(rng, attrs, c_shape):
     feeds = {"a": a, "b": b}
     if c_shape:
         feeds["c"] = rng.standard_normal(c_shape).astype(np.float32)
-    check_against_onnxruntime(node_model("Gemm", feeds, **attrs), feeds)
+    assert_matches_onnxruntime(node_model("Gemm", feeds, **attrs), feeds)
 
 
 @pytest.mark.parametrize("activation,params", [("Relu", []), ("LeakyRelu", [0.2]), ("Clip", [-0.5, 0.5]),
@@ -34,7 +34,7 @@ def test_fused_conv_and_gemm_match_onnxruntime_contrib_ops(rng, activation, para
     extra = {"activation_params": params} if params else {}
     model = node_model("FusedConv", {"x": x}, initializers=init, domain="com.microsoft", pads=[1, 1, 1, 1],
                        activation=activation, **extra)
-    check_against_onnxruntime(model, {"x": x})
+    assert_matches_onnxruntime(model, {"x": x})
     if activation == "Clip":  # onnxruntime's FusedGemm has no Clip
         return
     a = rng.standard_normal((4, 5)).astype(np.float32)
@@ -45,14 +45,14 @@ def test_fused_conv_and_gemm_match_onnxruntime_contrib_ops(rng, activation, para
         gemm_attrs["activation_beta"] = params[1]
     model = node_model("FusedGemm", {"a": a}, initializers={"b": rng.standard_normal((5, 3)).astype(np.float32)},
                        domain="com.microsoft", **gemm_attrs)
-    check_against_onnxruntime(model, {"a": a})
+    assert_matches_onnxruntime(model, {"a": a})
 
 
 def test_batch_normalization(rng):
     x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
     init = {"s": rng.standard_normal(3).astype(np.float32), "b": rng.standard_normal(3).astype(np.float32),
             "m": rng.standard_normal(3).astype(np.float32), "v": rng.random(3).astype(np.float32) + 0.5}
-    check_against_onnxruntime(node_model("BatchNormalization", {"x": x}, initializers=init, epsilon=1e-3), {"x": x})
+    assert_matches_onnxruntime(node_model("BatchNormalization", {"x": x}, initializers=init, epsilon=1e-3), {"x": x})
 
 
 @pytest.mark.parametrize("axis", [-1, 1, 0])
@@ -60,14 +60,14 @@ def test_layer_normalization(rng, axis):
     x = rng.standard_normal((3, 4, 6)).astype(np.float32)
     tail = x.shape[axis:] if axis >= 0 else x.shape[axis:]
     init = {"s": rng.standard_normal(tail).astype(np.float32), "b": rng.standard_normal(tail).astype(np.float32)}
-    check_against_onnxruntime(node_model("LayerNormalization", {"x": x}, 3, initializers=init, axis=axis), {"x": x})
+    assert_matches_onnxruntime(node_model("LayerNormalization", {"x": x}, 3, initializers=init, axis=axis), {"x": x})
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
 @pytest.mark.parametrize("axis,opset", [(-1, 13), (1, 13), (0, 13), (1, 11)])
 def test_softmax(rng, op, axis, opset):
     x = (rng.standard_normal((3, 4, 5)) * 4).astype(np.float32)
-    check_against_onnxruntime(node_model(op, {"x": x}, opset=opset, axis=axis), {"x": x})
+    assert_matches_onnxruntime(node_model(op, {"x": x}, opset=opset, axis=axis), {"x": x})
 
 
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
@@ -76,7 +76,7 @@ def test_softmax(rng, op, axis, opset):
 def test_reductions(rng, op, axes, keepdims):
     x = rng.standard_normal((3, 4, 5)).astype(np.float32)
     init = {"axes": np.array(axes, dtype=np.int64)} if axes is not None else {}
-    check_against_onnxruntime(node_model(op, {"x": x}, initializers=init, opset=18, keepdims=keepdims), {"x": x})
+    assert_matches_onnxruntime(node_model(op, {"x": x}, initializers=init, opset=18, keepdims=keepdims), {"x": x})
 
 
 @pytest.mark.parametrize("attrs,scales", [
@@ -90,7 +90,7 @@ def test_reductions(rng, op, axes, keepdims):
 def test_resize(rng, attrs, scales):
     x = rng.standard_normal((1, 2, 5, 4)).astype(np.float32)
     init = {"roi": np.zeros(0, np.float32), "scales": np.array(scales, dtype=np.float32)}
-    check_against_onnxruntime(node_model("Resize", {"x": x}, initializers=init, **attrs), {"x": x})
+    assert_matches_onnxruntime(node_model("Resize", {"x": x}, initializers=init, **attrs), {"x": x})
 
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
@@ -104,4 +104,4 @@ def test_recurrent(rng, op, direction):
     extra = {"linear_before_reset": 1} if op == "GRU" else {}
     model = node_model(op, {"x": x}, 3 if op == "LSTM" else 2, initializers=init, hidden_size=hidden,
                        direction=direction, **extra)
-    check_against_onnxruntime(model, {"x": x})
+    assert_matches_onnxruntime(model, {"x": x})

@@ -26,6 +26,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_node_case(node_case: NodeCase, conformance: ConformanceRun) -> None:
     conformance.require_available()
     try:
-        run_node_case(node_case, conformance.provider)
+        compared = run_node_case(node_case, conformance.provider)
     except NotClaimed as e:
         pytest.skip(str(e))
+    assert compared > 0, f"{node_case.name}: the case has no data set, so nothing was compared"
