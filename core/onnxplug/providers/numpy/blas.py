@@ -83,10 +83,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     else:  # split the rows of a and out
         cuts = _cuts(m, parts)
         jobs = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cuts]
-    pending = [PRODUCT_THREADS.pool().submit(np.matmul, x, y, out=o) for x, y, o in jobs[1:]]
-    np.matmul(*jobs[0][:2], out=jobs[0][2])
-    for f in pending:
-        f.result()
+    _run_on_threads([lambda x=x, y=y, o=o: np.matmul(x, y, out=o) for x, y, o in jobs])
     return out
 
 
@@ -114,9 +111,13 @@ def parallel_for(count: int, body: Callable[[int], None], macs: int) -> bool:
             body(i)
 
     step = -(-count // parts)
-    ranges = [(lo, min(lo + step, count)) for lo in range(0, count, step)]
-    pending = [PRODUCT_THREADS.pool().submit(run, lo, hi) for lo, hi in ranges[1:]]
-    run(*ranges[0])
+    _run_on_threads([lambda lo=lo: run(lo, min(lo + step, count)) for lo in range(0, count, step)])
+    return True
+
+
+def _run_on_threads(tasks: list[Callable[[], None]]) -> None:
+    """Run the first task on the calling thread and the others on the workers; wait for all."""
+    pending = [PRODUCT_THREADS.pool().submit(task) for task in tasks[1:]]
+    tasks[0]()
     for f in pending:
         f.result()
-    return True
