@@ -17,6 +17,7 @@ from onnxplug.errors import KernelError, OnnxplugError
 from onnxplug.ir import Graph
 from onnxplug.kernel import Kernel
 from onnxplug.partitioner import Group
+from onnxplug.plan_compiler import CompiledPlan
 from onnxplug.provider import ExecutionProvider
 
 
@@ -45,6 +46,13 @@ class Plan:
     inputs: list[str]
     outputs: dict[str, str]  # graph output name -> planned value name on the host
     outer: list[str]  # outer-scope names a subgraph plan reads
+    compiled: CompiledPlan | None = field(default=None, repr=False, compare=False)
+
+    def compile(self) -> CompiledPlan:
+        """The plan as one generated function (built on first use; a race only builds it twice)."""
+        if self.compiled is None:
+            self.compiled = CompiledPlan(self, _copy)
+        return self.compiled
 
     @property
     def copy_count(self) -> int:
@@ -153,16 +161,38 @@ def _copy(step: Step, value: Any) -> Any:
 def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None = None,
              stats: RunStats | None = None) -> dict[str, Any]:
     """Run the plan on ``feeds`` (and outer-scope values) and return the graph outputs by name."""
-    values: dict[str, Any] = dict(plan.constants)
-    if scope:
-        values.update(scope)
-    values.update(feeds)
+    if stats is not None:  # profiling: the step loop, which can time each step
+        values: dict[str, Any] = dict(plan.constants)
+        if scope:
+            values.update(scope)
+        values.update(feeds)
+        if scope is None:
+            with np.errstate(all="ignore"):
+                _run_steps(plan, values, stats)
+        else:
+            _run_steps(plan, values, stats)
+        return {name: values[planned] for name, planned in plan.outputs.items()}
     if scope is None:  # a top-level run: ONNX wants inf/NaN at domain edges, not numpy warnings
         with np.errstate(all="ignore"):
-            _run_steps(plan, values, stats)
+            results = run_compiled(plan, feeds, None)
     else:
-        _run_steps(plan, values, stats)
-    return {name: values[planned] for name, planned in plan.outputs.items()}
+        results = run_compiled(plan, feeds, scope)
+    return dict(zip(plan.outputs, results))
+
+
+def run_compiled(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None) -> tuple:
+    """Run the plan's generated function; return the graph outputs in ``plan.outputs`` order."""
+    compiled = plan.compile()
+    try:
+        return compiled.function(feeds, scope)
+    except OnnxplugError:
+        raise
+    except Exception as e:
+        step = compiled.failed_step(e.__traceback__)
+        if step is None:
+            raise
+        raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
+                          f"{type(e).__name__}: {e}") from e
 
 
 def _run_steps(plan: Plan, values: dict[str, Any], stats: RunStats | None) -> None:

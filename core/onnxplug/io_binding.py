@@ -62,6 +62,8 @@ class IOBinding:
         self._inputs: dict[str, tuple[Device, Any]] = {}
         self._outputs: dict[str, _Output] = {}
         self._results: list[Any] | None = None
+        self._plans: dict[tuple, Plan] = {}  # by binding layout, so each generated function is reused
+        self._plans_base: Plan | None = None
 
     # --- binding -----------------------------------------------------------------------------------
 
@@ -224,6 +226,15 @@ class IOBinding:
 
     def _plan(self, located: set[str]) -> Plan:
         """The session's plan without the copies that bindings make unnecessary."""
+        if self._plans_base is not self._session._plan:  # set_providers made a new plan
+            self._plans, self._plans_base = {}, self._session._plan
+        key = (frozenset(located), tuple(sorted((n, str(b.device)) for n, b in self._outputs.items())))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._derive_plan(located)
+        return plan
+
+    def _derive_plan(self, located: set[str]) -> Plan:
         base: Plan = self._session._plan
         steps = []
         for step in base.steps:
@@ -250,7 +261,7 @@ class IOBinding:
                 device = Device(*_split_device(name))
                 provider = self._provider_for(device, original)
                 steps.insert(0, _host_copy(provider, name, original))
-        return replace(base, steps=steps, outputs=outputs)
+        return replace(base, steps=steps, outputs=outputs, compiled=None)
 
     def get_outputs(self) -> list[Any]:
         """The outputs of the last run: device values for device-bound outputs, numpy arrays otherwise."""

@@ -22,7 +22,7 @@ from onnxplug.errors import (
     UnknownInputError,
     UnsupportedOptionError,
 )
-from onnxplug.executor import Plan, RunStats, build_plan, run_plan
+from onnxplug.executor import Plan, RunStats, build_plan, run_compiled, run_plan
 from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, ValueType, elem_type_of, load_model
 from onnxplug.kernel import Kernel, KernelContext, SubgraphRunner
 from onnxplug.options import RunOptions, SessionOptions
@@ -130,9 +130,13 @@ class InferenceSession:
         names = [vi.name for vi in graph.inputs]
         outputs = [vi.name for vi in graph.outputs]
 
-        def runner(inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
-            result = run_plan(plan, dict(zip(names, inputs)), scope)
-            return [result[n] for n in outputs]
+        if outputs == list(plan.outputs):
+            def runner(inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
+                return list(run_compiled(plan, dict(zip(names, inputs)), scope))
+        else:  # an output listed twice
+            def runner(inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
+                result = run_plan(plan, dict(zip(names, inputs)), scope)
+                return [result[n] for n in outputs]
 
         return runner
 
