@@ -13,11 +13,16 @@ class NumpyKernel(Kernel):
     """A kernel computing on host numpy arrays."""
 
 
+_ndarray = np.ndarray
+
+
 class UnaryKernel(NumpyKernel):
     """An elementwise op of one input; subclasses implement ``op``."""
 
     def compute(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self.op(x), dtype=x.dtype)
+        y = self.op(x)
+        # the identity checks skip np.asarray in the common case (it costs as much as a small op)
+        return y if y.__class__ is _ndarray and y.dtype is x.dtype else np.asarray(y, dtype=x.dtype)
 
     def op(self, x: np.ndarray) -> Any:
         raise NotImplementedError
@@ -31,7 +36,9 @@ class BinaryKernel(NumpyKernel):
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out = self.op(a, b)
-        return np.asarray(out, dtype=a.dtype) if self.keep_dtype else np.asarray(out)
+        if self.keep_dtype:
+            return out if out.__class__ is _ndarray and out.dtype is a.dtype else np.asarray(out, dtype=a.dtype)
+        return out if out.__class__ is _ndarray else np.asarray(out)
 
     def op(self, a: np.ndarray, b: np.ndarray) -> Any:
         raise NotImplementedError
@@ -47,12 +54,13 @@ class ReduceKernel(NumpyKernel):
         super().__init__(node, context)
         self.keepdims = bool(self.attr("keepdims", 1))
         self.noop_with_empty_axes = bool(self.attr("noop_with_empty_axes", 0))
-        attr_axes = self.attr("axes") if node.opset < self.axes_input_since else None
+        self.axes_from_attribute = node.opset < self.axes_input_since
+        attr_axes = self.attr("axes") if self.axes_from_attribute else None
         # an absent or empty ``axes`` attribute reduces over every axis
         self.attr_axes = tuple(int(a) for a in attr_axes) if attr_axes else None
 
     def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
-        if self.node.opset < self.axes_input_since:
+        if self.axes_from_attribute:
             axes_t = self.attr_axes
         else:
             axes_t = None if axes is None or axes.size == 0 else tuple(int(a) for a in axes.reshape(-1))
@@ -60,7 +68,8 @@ class ReduceKernel(NumpyKernel):
                 # reduce over no axis: each element alone (x*x for ReduceSumSquare, log x for ReduceLogSum)
                 axes_t = ()
         out = self.op(x, axes_t, self.keepdims)
-        return np.asarray(out, dtype=self.out_dtype(x))
+        dtype = self.out_dtype(x)
+        return out if out.__class__ is _ndarray and out.dtype is dtype else np.asarray(out, dtype=dtype)
 
     def out_dtype(self, x: np.ndarray) -> np.dtype:
         return x.dtype

@@ -31,4 +31,6 @@ def empty_like_output(graph, index: int, lead: tuple[int, ...] = (0,)) -> np.nda
 
 def as_bool(value: Any) -> bool:
     """A condition tensor (any shape with one element) as a Python bool."""
+    if value.__class__ is np.ndarray and value.ndim == 0:
+        return bool(value)
     return bool(np.asarray(value).reshape(-1)[0])

@@ -14,6 +14,9 @@ from onnxplug.kernel import Kernel
 from onnxplug.providers.numpy.ops._base import BinaryKernel, NumpyKernel, UnaryKernel
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 class QuietUnaryKernel(UnaryKernel):
     """A unary op whose domain edges (log(0), sqrt(-1), overflow) give inf/NaN, as ONNX expects."""
 
@@ -39,13 +42,13 @@ class LegacyBroadcastKernel(BinaryKernel):
     def __init__(self, node, context) -> None:
         super().__init__(node, context)
         self.legacy = node.opset < 7 and bool(self.attr("broadcast", 0))
+        if self.legacy:  # only old models pay for the reshape (an instance attribute shadows compute)
+            plain = self.compute
+            self.compute = lambda a, b: plain(a, legacy_broadcast(self, a, b))  # type: ignore[method-assign]
 
 
 class QuietBinaryKernel(LegacyBroadcastKernel):
     """A broadcasting arithmetic op (inf/NaN at domain edges, as ONNX expects)."""
-
-    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return super().compute(a, legacy_broadcast(self, a, b) if self.legacy else b)
 
 
 class CompareKernel(LegacyBroadcastKernel):
@@ -54,7 +57,8 @@ class CompareKernel(LegacyBroadcastKernel):
     keep_dtype = False
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.asarray(self.op(a, legacy_broadcast(self, a, b) if self.legacy else b), dtype=np.bool_)
+        out = self.op(a, b)
+        return out if out.__class__ is np.ndarray and out.dtype is _BOOL else np.asarray(out, dtype=np.bool_)
 
 
 class VariadicKernel(NumpyKernel):

@@ -7,6 +7,10 @@ import numpy as np
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 
 _NATIVE_FLOAT_KINDS = frozenset("fc")
+#: dtypes computed as they are, by both compute_dtype and blas_dtype (a set lookup is the fast path).
+_NATIVE_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
+                                                 np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                                                 np.complex64, np.complex128))
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -79,8 +83,9 @@ class FloatUnaryKernel(NumpyKernel):
     """Base of elementwise float activations: compute ``op`` in the compute dtype, keep x's dtype."""
 
     def compute(self, x: np.ndarray) -> np.ndarray:
-        y = self.op(widen(x))
-        return np.asarray(y, dtype=x.dtype)
+        dtype = x.dtype
+        y = self.op(x if dtype in _NATIVE_DTYPES else widen(x))
+        return y if y.__class__ is np.ndarray and y.dtype is dtype else np.asarray(y, dtype=dtype)
 
     def op(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -12,5 +12,9 @@ class Gather(NumpyKernel):
         self.axis = int(self.attr("axis", 0))
 
     def compute(self, x, indices):
+        if indices.ndim == 0 and self.axis == 0 and x.ndim:  # one slice of the first axis: a view
+            i, size = int(indices), x.shape[0]
+            if -size <= i < size:
+                return x[i, ...]
         axis = normalize_axis(self.axis, x.ndim)
         return np.take(x, normalize_indices(indices, x.shape[axis]), axis=axis)

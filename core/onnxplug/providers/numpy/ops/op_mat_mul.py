@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._nn_util import blas_dtype
+from onnxplug.providers.numpy.ops._nn_util import _NATIVE_DTYPES, blas_dtype
 from onnxplug.providers.numpy.registry import op
 
 
@@ -12,6 +12,9 @@ class MatMul(NumpyKernel):
     float16/bfloat16 accumulated in float32."""
 
     def compute(self, a, b):
+        if a.dtype in _NATIVE_DTYPES:
+            out = matmul(a, b)
+            return out if out.__class__ is np.ndarray else np.asarray(out)  # 1-D @ 1-D gives a scalar
         dt = blas_dtype(a.dtype)
         if dt == a.dtype:
             return np.asarray(matmul(a, b))
