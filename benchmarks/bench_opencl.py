@@ -5,6 +5,7 @@ onnxruntime's CPU provider (2 threads) and, when installed, onnxplug's numba pro
     python benchmarks/bench_opencl.py --gemm          # only the GEMM table
     python benchmarks/bench_opencl.py --models resnet18 mobilenetv2 --repeat 20
     python benchmarks/bench_opencl.py --write         # also replace the OpenCL section of docs/benchmarks.md
+    python benchmarks/bench_opencl.py --profile resnet18   # device time per kernel (profiling events)
 
 Timings are medians of ``--repeat`` runs after warm-up. GEMM operands live on the device (the
 kernel is timed up to ``queue.finish()``, without transfers); model latencies are end to end
@@ -123,6 +124,36 @@ def bench_models(names: list[str], repeat: int) -> list[str]:
     return rows
 
 
+def profile_model(name: str, repeat: int) -> list[str]:
+    """Markdown rows: device ms per run of each kernel launch label, from OpenCL profiling events.
+    Needs ONNXPLUG_OPENCL_PROFILE=1 before the runtime exists (``main`` sets it for ``--profile``)."""
+    import onnxplug as ort
+    import onnxplug_opencl
+    from onnxplug.testing.model_suite import build, sample_inputs
+    from onnxplug_opencl.runtime import profiling
+
+    rt = onnxplug_opencl.cl_runtime()
+    model = build(name).SerializeToString()
+    feeds = sample_inputs(name)
+    session = ort.InferenceSession(model, providers=["opencl"])
+    for _ in range(3):
+        session.run(None, feeds)
+    profiling.reset(rt)
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        session.run(None, feeds)
+    wall = (time.perf_counter() - t0) / repeat * 1e3
+    launches = profiling.collect(rt)
+    rows = profiling.summarize(launches, repeat)
+    device = sum(r[2] for r in rows)
+    idle = sum(item.idle_ms for item in launches) / repeat
+    lines = [f"{name}: wall {wall:.1f} ms per run, device busy {device:.1f} ms, idle between launches "
+             f"{idle:.1f} ms, {len(launches) // repeat} launches per run ({_load()})", "",
+             "| launch | per run | device ms per run | share |", "|---|---|---|---|"]
+    lines += [f"| {label} | {count} | {ms:.2f} | {100 * ms / device:.1f}% |" for label, count, ms in rows]
+    return lines
+
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench_opencl:start -->", "<!-- bench_opencl:end -->"
 
@@ -147,8 +178,15 @@ def main() -> None:
                         help="only these models (default: resnet18 mobilenetv2 transformer_encoder)")
     parser.add_argument("--sizes", nargs="*", type=int, default=[512, 1024])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--profile", nargs="*", default=None,
+                        help="print device time per kernel for these models instead of benchmarking")
     parser.add_argument("--write", action="store_true", help="also write the tables into docs/benchmarks.md")
     args = parser.parse_args()
+    if args.profile is not None:
+        os.environ["ONNXPLUG_OPENCL_PROFILE"] = "1"
+        for name in args.profile or ["resnet18"]:
+            print("\n".join(profile_model(name, args.repeat)) + "\n")
+        return
     only_gemm = args.gemm and args.models is None
     only_models = args.models is not None and not args.gemm
     lines = ["## OpenCL provider", "",

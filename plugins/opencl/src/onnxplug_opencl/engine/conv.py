@@ -13,15 +13,9 @@ import numpy as np
 from onnxplug_sdk import Node, resolve_pads
 
 from onnxplug_opencl.engine import movement
-from onnxplug_opencl.engine.gemm import (
-    CPU_TILES,
-    Epilogue,
-    Operand,
-    cpu_tile_height,
-    gemm,
-    pack_a,
-    pick_tiles,
-)
+from onnxplug_opencl.engine.conv_direct import conv_direct, direct_applies
+from onnxplug_opencl.engine.gemm import Epilogue, Operand, gemm
+from onnxplug_opencl.engine.packed_gemm import RN, PanelOperand, gemm_packed, pack_rows, panel_count
 from onnxplug_opencl.runtime.context import ClRuntime
 from onnxplug_opencl.runtime.programs import kernel_source
 
@@ -68,13 +62,11 @@ def geometry(node: Node, x_shape: Sequence[int], w_shape: Sequence[int]) -> Conv
 
 @dataclass(frozen=True)
 class PackedWeights:
-    """Convolution weights packed once for the GEMM (panel layout for tile height ``tm``)."""
+    """Convolution weights packed once for ``gemm_packed.cl``: [G][ceil(M/G/RM)][C/G*KH*KW][RM]."""
 
     array: Any  # device array [G, packed elements]
     shape: tuple[int, ...]  # the original weight shape [M, C/G, KH(, KW)], as ``w.shape`` reads
     group: int
-    tm: int
-    kc: int
 
     @property
     def group_stride(self) -> int:
@@ -83,14 +75,14 @@ class PackedWeights:
 
 
 def pack_weights(runtime: ClRuntime, w: np.ndarray, group: int) -> PackedWeights | None:
-    """Pack constant weights for the tiled GEMM (CPU devices; None where the direct kernel runs)."""
-    if runtime.entry.kind != "cpu" or (w.shape[1] == 1 and group > 1):
+    """Pack constant weights for the panel GEMM (CPU devices; None where the direct depthwise kernel
+    runs, on other devices, or for shapes the convolution will reject anyway)."""
+    if runtime.entry.kind != "cpu" or (w.shape[1] == 1 and group > 1) or w.ndim not in (3, 4) \
+            or group < 1 or w.shape[0] % group or w.size == 0:
         return None
     m = int(w.shape[0])
-    base = CPU_TILES[0]
-    tm = cpu_tile_height(m // group)
-    host = pack_a(np.ascontiguousarray(w).reshape(group, m // group, -1), tm, base.kc, base.rm)
-    return PackedWeights(runtime.to_device(host), tuple(int(d) for d in w.shape), group, tm, base.kc)
+    host = pack_rows(np.ascontiguousarray(w).reshape(group, m // group, -1))
+    return PackedWeights(runtime.to_device(host), tuple(int(d) for d in w.shape), group)
 
 
 def _real(dtype: np.dtype) -> list[str]:
@@ -135,8 +127,28 @@ def _columns(runtime: ClRuntime, x: Any, geo: ConvGeometry, oh: int, ow: int) ->
     runtime.launch(kernel, (rows,), None, i32(rows), x.base_data, i32(x.offset // x.dtype.itemsize),
                    cols.base_data, i32(c), i32(h), i32(wd), i32(oh), i32(ow), i32(kh), i32(kw),
                    i32(geo.strides[0]), i32(geo.strides[1]), i32(geo.pads_begin[0]), i32(geo.pads_begin[1]),
-                   i32(geo.dilations[0]), i32(geo.dilations[1]))
+                   i32(geo.dilations[0]), i32(geo.dilations[1]),
+                   label=f"im2col C={c} {h}x{wd} k={kh}x{kw} s={geo.strides[0]}" if runtime.profiling else "")
     return cols
+
+
+def _packed_columns(runtime: ClRuntime, x: Any, geo: ConvGeometry, oh: int, ow: int) -> Any:
+    """The im2col columns of every (image, group) in the B panel layout of ``gemm_packed.cl``:
+    [N][G][ceil(OH*OW/16)][C/G*KH*KW][16]."""
+    n, c, h, wd = (int(d) for d in x.shape)
+    kh, kw = geo.kernel
+    panels = panel_count(oh * ow, RN)
+    out = runtime.empty((n, c * kh * kw * panels * RN), x.dtype)
+    kernel = runtime.programs.kernel("im2col_packed.cl", kernel_source("im2col_packed.cl"), "im2col_packed",
+                                     _real(x.dtype))
+    i32 = np.int32
+    total = n * c * panels
+    runtime.launch(kernel, (total,), None, i32(total), x.base_data, i32(x.offset // x.dtype.itemsize),
+                   out.base_data, i32(c), i32(h), i32(wd), i32(oh), i32(ow), i32(geo.group), i32(kh), i32(kw),
+                   i32(geo.strides[0]), i32(geo.strides[1]), i32(geo.pads_begin[0]), i32(geo.pads_begin[1]),
+                   i32(geo.dilations[0]), i32(geo.dilations[1]),
+                   label=f"im2col_packed C={c} {h}x{wd} k={kh}x{kw} s={geo.strides[0]}" if runtime.profiling else "")
+    return out
 
 
 def _im2col_gemm(runtime: ClRuntime, x: Any, w: Any | PackedWeights, out: Any, geo: ConvGeometry,
@@ -148,17 +160,25 @@ def _im2col_gemm(runtime: ClRuntime, x: Any, w: Any | PackedWeights, out: Any, g
     g = geo.group
     kh, kw = geo.kernel
     p, kg, mg = oh * ow, (c // g) * kh * kw, m // g
-    cols = _columns(runtime, x, geo, oh, ow)
     if epi.bias is not None:
         epi.bias_sm, epi.bias_sn, epi.bias_s2 = 1, 0, mg
+    if isinstance(w, PackedWeights) and w.group == g and kg > 0 and \
+            direct_applies(geo, int(x.shape[2]), int(x.shape[3]), oh, ow):
+        conv_direct(runtime, x, w, out, geo, epi)
+        return
+    if isinstance(w, PackedWeights) and w.group == g and kg > 0:
+        panels = _packed_columns(runtime, x, geo, oh, ow)
+        b_stride = panel_count(p, RN) * RN * kg
+        gemm_packed(runtime, mg, p, kg, PanelOperand(w.array, 0, 0, w.group_stride),
+                    PanelOperand(panels, 0, g * b_stride, b_stride), out, 0, p, m * p, mg * p,
+                    batch=(n, g), epilogue=epi)
+        return
+    if isinstance(w, PackedWeights):
+        raise ValueError(f"Conv: weights packed for {w.group} groups used with group {g}")
+    cols = _columns(runtime, x, geo, oh, ow)
     b = Operand(cols, 0, p, c * kh * kw * p, kg * p)
     c_op = Operand(out, 0, p, m * p, mg * p)
-    if isinstance(w, PackedWeights):
-        cfg = pick_tiles(runtime, mg, p, n * g, tm=w.tm)
-        a = Operand(w.array, 0, 0, 0, w.group_stride, packed=True)
-        gemm(runtime, mg, p, kg, a, b, c_op, batch=(n, g), epilogue=epi, tiles=cfg)
-    else:
-        gemm(runtime, mg, p, kg, Operand(w, 0, kg, 0, mg * kg), b, c_op, batch=(n, g), epilogue=epi)
+    gemm(runtime, mg, p, kg, Operand(w, 0, kg, 0, mg * kg), b, c_op, batch=(n, g), epilogue=epi)
 
 
 def _depthwise(runtime: ClRuntime, x: Any, w: Any, out: Any, geo: ConvGeometry, epi: Epilogue) -> None:
@@ -185,4 +205,6 @@ def _depthwise(runtime: ClRuntime, x: Any, w: Any, out: Any, geo: ConvGeometry, 
                    residual.base_data, i32(residual.offset // item + epi.residual_offset), out.base_data,
                    i32(c), i32(h), i32(wd), i32(m), i32(m // c), i32(oh), i32(ow),
                    i32(geo.strides[0]), i32(geo.strides[1]), i32(geo.pads_begin[0]), i32(geo.pads_begin[1]),
-                   i32(geo.dilations[0]), i32(geo.dilations[1]), real(max(lo, info.min)), real(min(hi, info.max)))
+                   i32(geo.dilations[0]), i32(geo.dilations[1]), real(max(lo, info.min)), real(min(hi, info.max)),
+                   label=f"dwconv C={c} {h}x{wd} k={geo.kernel[0]}x{geo.kernel[1]} s={geo.strides[0]}"
+                   if runtime.profiling else "")

@@ -178,7 +178,9 @@ def gemm(runtime: ClRuntime, m: int, n: int, k: int, a: Operand, b: Operand, c: 
                    bias.base_data, i32(bias.offset // dtype.itemsize + epi.bias_offset), i32(epi.bias_sm),
                    i32(epi.bias_sn), i32(epi.bias_s2),
                    residual.base_data, i32(residual.offset // dtype.itemsize + epi.residual_offset),
-                   real(max(lo, np.finfo(dtype).min)), real(min(hi, np.finfo(dtype).max)))
+                   real(max(lo, np.finfo(dtype).min)), real(min(hi, np.finfo(dtype).max)),
+                   label=f"gemm M={m} N={n} K={k} batch={nb1 * nb2} tile={cfg.tm}x{cfg.tn * cfg.nt}"
+                   if runtime.profiling else "")
 
 
 def _empty_k(runtime: ClRuntime, m: int, n: int, c: Operand, batch: tuple[int, int], epi: Epilogue) -> None:

@@ -83,3 +83,56 @@ __kernel void pool(const int rows, __global const T* restrict x, const int x_off
 #endif
     }
 }
+
+#ifdef MAXPOOL2D
+// 2-D MaxPool without Indices, window and strides fixed at build time (-DPKH -DPKW -DPSH -DPSW -DPDH -DPDW):
+// one work-item per output row; columns whose window lies inside the input take a branch-free
+// path. Same results as pool(): the first value in the window seeds the max (a NaN there stays),
+// later values replace it only when greater.
+__kernel void maxpool2d(const int rows, __global const T* restrict x, const int x_off, __global T* restrict out,
+                        const int H, const int W, const int OH, const int OW, const int PH, const int PW)
+{
+    const int row = get_global_id(0);  // over N*C * OH
+    if (row >= rows) return;
+    const int oh = row % OH, nc = row / OH;
+    __global const T* xp = x + x_off + (long)nc * H * W;
+    __global T* op = out + (long)row * OW;
+    const int h0 = oh * PSH - PH;
+    const int rows_inside = h0 >= 0 && h0 + (PKH - 1) * PDH < H;
+    // ow range whose windows lie inside [0, W)
+    const int lo = min(OW, max(0, (PW + PSW - 1) / PSW));
+    const int span = W - 1 - (PKW - 1) * PDW + PW;  // the last w0 whose window ends inside
+    const int hi = span < 0 ? lo : max(lo, min(OW, span / PSW + 1));
+    for (int ow = 0; ow < OW; ow++) {
+        const int w0 = ow * PSW - PW;
+        T best = LOWEST;
+        if (rows_inside && ow >= lo && ow < hi) {
+            __global const T* base = xp + h0 * W + w0;
+            best = base[0];
+#pragma unroll
+            for (int a = 0; a < PKH; a++)
+#pragma unroll
+                for (int b = 0; b < PKW; b++) {
+                    const T v = base[a * PDH * W + b * PDW];
+                    best = v > best ? v : best;
+                }
+        } else {
+            int found = 0;
+            for (int a = 0; a < PKH; a++) {
+                const int h = h0 + a * PDH;
+                if (h < 0 || h >= H) continue;
+                for (int b = 0; b < PKW; b++) {
+                    const int w = w0 + b * PDW;
+                    if (w < 0 || w >= W) continue;
+                    const T v = xp[h * W + w];
+                    if (v > best || !found) {
+                        best = v;
+                        found = 1;
+                    }
+                }
+            }
+        }
+        op[ow] = best;
+    }
+}
+#endif

@@ -51,10 +51,28 @@ class _Pool(ClKernel):
         out = self.empty(out_shape, x.dtype)
         want_indices = self.mode == 0 and len(self.node.outputs) > 1 and bool(self.node.outputs[1])
         indices = self.empty(out_shape, np.int64) if want_indices else None
-        if out.size:
+        if out.size and self.mode == 0 and rank == 2 and indices is None:
+            self._launch_max2d(x, out, spatial, out_shape[2:], kernel, strides, begin, dilations)
+        elif out.size:
             self._launch(x, out, indices, pad3(spatial, 1), pad3(out_shape[2:], 1), pad3(kernel, 1),
                          pad3(strides, 1), pad3(begin, 0), pad3(end, 0), pad3(dilations, 1))
         return (out, indices) if want_indices else out
+
+    def _launch_max2d(self, x: Any, out: Any, space: list[int], out_space: list[int], kern: list[int],
+                      strides: list[int], begin: list[int], dil: list[int]) -> None:
+        """2-D MaxPool without Indices: the window is fixed at build time (few distinct ones per model)."""
+        dt = np.dtype(x.dtype)
+        lowest = "(-INFINITY)" if dt in FLOATS else str(np.iinfo(dt).min)
+        options = [f"-DT={c_type(dt)}", f"-DACC={'double' if dt == np.float64 else 'float'}", "-DMODE=0",
+                   f"-DLOWEST={lowest}", "-DWANT_INDICES=0", "-DMAXPOOL2D", f"-DPKH={kern[0]}", f"-DPKW={kern[1]}",
+                   f"-DPSH={strides[0]}", f"-DPSW={strides[1]}", f"-DPDH={dil[0]}", f"-DPDW={dil[1]}"]
+        source = pragmas({dt}) + "\n" + kernel_source("pool.cl")
+        kernel = self.rt.programs.kernel("pool.cl", source, "maxpool2d", options)
+        i32 = np.int32
+        rows = int(out.size) // max(out_space[-1], 1)
+        self.rt.launch(kernel, (rows,), None, i32(rows), x.base_data, i32(x.offset // dt.itemsize), out.base_data,
+                       i32(space[0]), i32(space[1]), i32(out_space[0]), i32(out_space[1]), i32(begin[0]),
+                       i32(begin[1]), label=f"maxpool2d {list(x.shape)} k={kern}" if self.rt.profiling else "")
 
     def _launch(self, x: Any, out: Any, indices: Any, *dims: list[int]) -> None:
         dt = np.dtype(x.dtype)

@@ -20,6 +20,7 @@ from onnxplug_opencl.runtime.devices import DeviceEntry
 from onnxplug_opencl.runtime.programs import ProgramCache
 
 SYNC_ENV = "ONNXPLUG_OPENCL_SYNC"
+PROFILE_ENV = "ONNXPLUG_OPENCL_PROFILE"
 _runtimes: dict[int, ClRuntime] = {}
 _lock = threading.Lock()
 
@@ -34,7 +35,12 @@ class ClRuntime:
         self.entry = entry
         self.cl_device = cl.get_platforms()[entry.platform_index].get_devices()[entry.device_index]
         self.context = cl.Context([self.cl_device])
-        self.queue = cl.CommandQueue(self.context)
+        #: ONNXPLUG_OPENCL_PROFILE=1: an event per launch is kept in ``launches`` (see runtime/profiling.py),
+        #: so device time can be attributed per kernel; the queue then needs profiling enabled.
+        self.profiling = os.environ.get(PROFILE_ENV, "") == "1"
+        properties = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
+        self.queue = cl.CommandQueue(self.context, properties=properties)
+        self.launches: list[tuple[str, Any]] = []
         #: Buffers come from a pool: a freed buffer is reused by the next allocation of its size class.
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self.programs = ProgramCache(self.context, self.cl_device)
@@ -96,14 +102,17 @@ class ClRuntime:
                                    "onnxplug_opencl.runtime_for(session) or copy it to the host first")
 
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-               *args: Any) -> None:
-        """Set the arguments and enqueue ``kernel`` (no-op for an empty range)."""
+               *args: Any, label: str = "") -> None:
+        """Set the arguments and enqueue ``kernel`` (no-op for an empty range). ``label`` names
+        the launch in profiles (the kernel name and global size when empty)."""
         import pyopencl as cl
 
         if any(g == 0 for g in global_size):
             return
         with self.launch_lock:
             kernel.set_args(*args)
-            cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+            event = cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+        if self.profiling:
+            self.launches.append((label or f"{kernel.function_name} {list(global_size)}", event))
         if self.synchronous:
             self.queue.finish()

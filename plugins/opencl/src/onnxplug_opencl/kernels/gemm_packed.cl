@@ -1,0 +1,157 @@
+// GEMM on operands already packed into micro-panels in global memory (CPU devices):
+// C[b] = act(A[b] @ B[b] + bias + residual[b]).
+//
+// A is [ceil(M/RM)][K][RM] (RM-row panels, rows past M zero) and B is [ceil(N/16)][K][16] (16-column
+// panels, columns past N zero). Constant weights are packed once at session creation
+// (engine/gemm.py: pack_panels) and convolution columns are written in this layout by
+// im2col_packed.cl, so no work-group packs anything: each runs BLIS's register-blocked micro-kernel
+// (RM x 16 of C in 2*RM REAL8 accumulators; one A broadcast and two B vector loads per k step)
+// straight from the panels. The layout does not depend on the tile, so the host picks TM x TN per
+// call to balance the work-groups over the compute units.
+//
+// A work-group computes a TM x TN block of C in KC-deep k chunks (an A panel chunk of RM*KC and a B
+// panel chunk of 16*KC stay in L1 while the micro-tiles of the block reuse them); partial sums
+// are kept in C and the epilogue runs on the last chunk.
+//
+// Build options: -DREAL=float|double -DTM -DTN -DKC -DRM (4 or 6), optionally -DHAS_BIAS
+// (one value per row, bias_s2 between inner batch entries), -DHAS_RESIDUAL, -DACT_RELU, -DACT_CLIP.
+
+#if defined(REAL_IS_DOUBLE)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define RN 16
+#define REAL8 _VEC8(REAL)
+#define _VEC8(t) _VEC8_(t)
+#define _VEC8_(t) t##8
+
+#if defined(__clang__)
+typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
+#define LOAD8(p) (*(const __global real8u*)(p))
+#define STORE8(v, p) (*(__global real8u*)(p) = (v))
+#else
+#define LOAD8(p) vload8(0, p)
+#define STORE8(v, p) vstore8(v, 0, p)
+#endif
+
+#define ACC(r) REAL8 c##r##0 = (REAL8)0, c##r##1 = (REAL8)0;
+#define MAC(r) { const REAL a = ap[r]; c##r##0 += a * b0; c##r##1 += a * b1; }
+#define STORE_ROW(r) store_row(C, ldc, m + (r), n, M, N, c##r##0, c##r##1, last, first, bias, residual, \
+                               act_lo, act_hi)
+
+inline REAL8 finish(REAL8 v, const REAL b, __global const REAL* residual, const REAL act_lo, const REAL act_hi) {
+#ifdef HAS_BIAS
+    v += b;
+#endif
+#ifdef HAS_RESIDUAL
+    v += LOAD8(residual);
+#endif
+#ifdef ACT_RELU
+    v = fmax(v, (REAL8)0);
+#endif
+#ifdef ACT_CLIP
+    v = fmin(fmax(v, (REAL8)act_lo), (REAL8)act_hi);
+#endif
+    return v;
+}
+
+inline void store_row(__global REAL* C, const int ldc, const int m, const int n, const int M, const int N,
+                      REAL8 v0, REAL8 v1, const int last, const int first, __global const REAL* bias,
+                      __global const REAL* residual, const REAL act_lo, const REAL act_hi) {
+    if (m >= M) return;
+    __global REAL* cp = C + m * ldc + n;
+    __global const REAL* rp = residual + m * ldc + n;
+#ifdef HAS_BIAS
+    const REAL b = bias[m];
+#else
+    const REAL b = (REAL)0;
+#endif
+    if (n + RN <= N) {
+        if (!first) { v0 += LOAD8(cp); v1 += LOAD8(cp + 8); }
+        if (last) {
+            v0 = finish(v0, b, rp, act_lo, act_hi);
+            v1 = finish(v1, b, rp + 8, act_lo, act_hi);
+        }
+        STORE8(v0, cp);
+        STORE8(v1, cp + 8);
+        return;
+    }
+    union { REAL8 v[2]; REAL s[RN]; } u;  // the last, partial columns: element by element
+    u.v[0] = v0;
+    u.v[1] = v1;
+    const int count = N - n;
+    for (int j = 0; j < count; j++) {
+        REAL v = u.s[j];
+        if (!first) v += cp[j];
+        if (last) {
+#ifdef HAS_BIAS
+            v += b;
+#endif
+#ifdef HAS_RESIDUAL
+            v += rp[j];
+#endif
+#ifdef ACT_RELU
+            v = v > (REAL)0 ? v : (REAL)0;
+#endif
+#ifdef ACT_CLIP
+            v = v < act_lo ? act_lo : (v > act_hi ? act_hi : v);
+#endif
+        }
+        cp[j] = v;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_packed(const int M, const int N, const int K,
+                 __global const REAL* restrict A, const int a_off, const int sa1, const int sa2,
+                 __global const REAL* restrict B, const int b_off, const int sb1, const int sb2,
+                 __global REAL* restrict C, const int c_off, const int ldc, const int sc1, const int sc2,
+                 const int nb2, __global const REAL* restrict bias, const int bias_off, const int bs2,
+                 __global const REAL* restrict residual, const int r_off, const REAL act_lo, const REAL act_hi)
+{
+    const int batch = get_group_id(2), b1 = batch / nb2, b2 = batch % nb2;
+    A += a_off + b1 * sa1 + b2 * sa2;
+    B += b_off + b1 * sb1 + b2 * sb2;
+    C += c_off + b1 * sc1 + b2 * sc2;
+#ifdef HAS_BIAS
+    bias += bias_off + b2 * bs2;
+#endif
+#ifdef HAS_RESIDUAL
+    residual += r_off + b1 * sc1 + b2 * sc2;
+#endif
+    const int m0 = get_group_id(1) * TM;
+    const int n0 = get_group_id(0) * TN;
+    const int panels_m = min(TM / RM, (M - m0 + RM - 1) / RM);
+    const int panels_n = min(TN / RN, (N - n0 + RN - 1) / RN);
+
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int kc = min(KC, K - k0);
+        const int first = k0 == 0, last = k0 + KC >= K;
+        for (int jr = 0; jr < panels_n; jr++) {
+            const int n = n0 + jr * RN;
+            __global const REAL* bpanel = B + ((long)(n / RN) * K + k0) * RN;
+            for (int ir = 0; ir < panels_m; ir++) {
+                const int m = m0 + ir * RM;
+                __global const REAL* ap = A + ((long)(m / RM) * K + k0) * RM;
+                __global const REAL* bp = bpanel;
+                ACC(0) ACC(1) ACC(2) ACC(3)
+#if RM > 4
+                ACC(4) ACC(5)
+#endif
+                for (int kk = 0; kk < kc; kk++) {
+                    const REAL8 b0 = LOAD8(bp), b1 = LOAD8(bp + 8);
+                    MAC(0) MAC(1) MAC(2) MAC(3)
+#if RM > 4
+                    MAC(4) MAC(5)
+#endif
+                    ap += RM;
+                    bp += RN;
+                }
+                STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3);
+#if RM > 4
+                STORE_ROW(4); STORE_ROW(5);
+#endif
+            }
+        }
+    }
+}
