@@ -54,16 +54,16 @@ def test_second_process_loads_compiled_kernels_from_disk(tmp_path):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_intra_op_num_threads_is_how_many_threads_run_a_kernel(rng, monkeypatch, threads):
-    from onnxplug_numba.kernels import conv
+    from onnxplug_numba.kernels import depthwise
 
     seen: set[int] = set()
-    compiled = conv.depthwise
+    compiled = depthwise.depthwise_phased
 
     def spy(*args):  # type: ignore[no-untyped-def]
         seen.add(threading.get_ident())
         return compiled(*args)
 
-    monkeypatch.setattr(conv, "depthwise", spy)
+    monkeypatch.setattr(depthwise, "depthwise_phased", spy)
     x = rng.standard_normal((2, 32, 64, 64)).astype(np.float32)  # large enough to be shared
     model = node_model("Conv", {"x": x}, initializers={"w": rng.standard_normal((32, 1, 3, 3)).astype(np.float32)},
                        group=32, pads=[1, 1, 1, 1])

@@ -1,4 +1,4 @@
-"""Compiled convolution pieces: im2col, a direct depthwise kernel, col2im and the fused epilogue.
+"""Compiled convolution pieces: im2col, col2im and the fused epilogue (depthwise: depthwise.py).
 
 The matrix products themselves go to BLAS (numpy.matmul); these loops prepare and finish them.
 Activations are numbered (see :data:`ACTIVATIONS`) so one compiled epilogue serves them all.
@@ -91,110 +91,6 @@ def im2col(x, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, cols):  # type: ig
             dst[:lo] = 0
             dst[lo:hi] = x[c, iy, lo * sw + off:(hi - 1) * sw + off + 1:sw]
             dst[hi:] = 0
-
-
-@njit(inline="always", fastmath={"contract"})
-def _row3(out, bias, w0, w1, w2, w3, w4, w5, w6, w7, w8, a0, a1, a2, b0, b1, b2, c0, c1, c2):  # type: ignore[no-untyped-def]
-    """out[e] = bias + the nine taps; each tap is its own slice indexed by ``e`` alone, so the
-    loads are plain contiguous vector loads."""
-    for e in range(out.shape[0]):
-        out[e] = (bias + w0 * a0[e] + w1 * a1[e] + w2 * a2[e] + w3 * b0[e] + w4 * b1[e] + w5 * b2[e]
-                  + w6 * c0[e] + w7 * c1[e] + w8 * c2[e])
-
-
-@njit(inline="always", fastmath={"contract"})
-def _depthwise3x3_plane(padded, wp, hp, w, b, sh, sw, dh, dw, out, even, odd):  # type: ignore[no-untyped-def]
-    """out (OH, OW) = 3x3 window of the zero-padded plane (row pitch ``wp``) . w + b.
-
-    All nine taps of an output element are summed in registers, one store per element, along
-    the output row. Column step 2 (with dilation 1) first splits the plane into its even and
-    odd columns, so its taps are contiguous too."""
-    oh, ow = out.shape
-    w0, w1, w2 = w[0, 0], w[0, 1], w[0, 2]
-    w3, w4, w5 = w[1, 0], w[1, 1], w[1, 2]
-    w6, w7, w8 = w[2, 0], w[2, 1], w[2, 2]
-    bias = out.dtype.type(b)
-    if sw == 1:
-        for yo in range(oh):
-            r0 = yo * sh * wp
-            r1 = r0 + dh * wp
-            r2 = r1 + dh * wp
-            _row3(out[yo], bias, w0, w1, w2, w3, w4, w5, w6, w7, w8,
-                  padded[r0:], padded[r0 + dw:], padded[r0 + 2 * dw:],
-                  padded[r1:], padded[r1 + dw:], padded[r1 + 2 * dw:],
-                  padded[r2:], padded[r2 + dw:], padded[r2 + 2 * dw:])
-        return
-    for r in range(hp):
-        row = padded[r * wp:(r + 1) * wp]
-        ev = even[r]
-        od = odd[r]
-        for e in range((wp + 1) // 2):
-            ev[e] = row[2 * e]
-        for e in range(wp // 2):
-            od[e] = row[2 * e + 1]
-    for yo in range(oh):
-        i0 = yo * sh
-        i1 = i0 + dh
-        i2 = i1 + dh
-        _row3(out[yo], bias, w0, w1, w2, w3, w4, w5, w6, w7, w8,
-              even[i0], odd[i0], even[i0, 1:], even[i1], odd[i1], even[i1, 1:],
-              even[i2], odd[i2], even[i2, 1:])
-
-
-@njit(nogil=True, fastmath={"contract"}, cache=True)
-def depthwise(x, w, bias, residual, has_residual, act, alpha, beta,
-              sh, sw, dh, dw, ph, pw, y, lo, hi):  # type: ignore[no-untyped-def]
-    """Direct depthwise conv: x (N, C, H, W), w (C*mult, 1, kh, kw) -> y (N, C*mult, OH, OW), epilogue
-    fused; computes the output planes ``[lo, hi)`` of the N*C*mult.
-
-    Each plane is copied into a zero-padded buffer of row pitch ``wp``; an accumulator with the same
-    pitch then receives one pass per tap over the whole plane (``acc[e] += w * padded[s*e + shift]``),
-    so the loops are long and branch-free; the columns past ``ow`` are computed and dropped."""
-    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
-    m_ch, kh, kw = w.shape[0], w.shape[2], w.shape[3]
-    mult = m_ch // channels
-    oh, ow = y.shape[2], y.shape[3]
-    hp = max(height + ph, (oh - 1) * sh + (kh - 1) * dh + 1)
-    wp = max(width + pw, (ow - 1) * sw + (kw - 1) * dw + 1)
-    count = oh * wp
-    padded = np.zeros(sh * count + hp * wp + kw * dw + 1, dtype=x.dtype)
-    acc = np.empty(count, dtype=x.dtype)
-    half = (wp + 1) // 2 if sw == 2 else 0  # the even and odd columns, for 3x3 step-2 convs
-    even = np.zeros((hp, half + 1), dtype=x.dtype)
-    odd = np.zeros((hp, half + 1), dtype=x.dtype)
-    for t in range(lo, hi):
-        n = t // m_ch
-        m = t % m_ch
-        plane = x[n, m // mult]
-        for r in range(height):
-            padded[(ph + r) * wp + pw:(ph + r) * wp + pw + width] = plane[r]
-        if kh == 3 and kw == 3 and ow >= 8 and (sw == 1 or (sw == 2 and dw == 1)):  # short rows: whole-plane passes
-            _depthwise3x3_plane(padded, wp, hp, w[m, 0], bias[m], sh, sw, dh, dw, y[n, m], even, odd)
-            if has_residual or act != 0:
-                for yo in range(oh):
-                    _finish_row(y[n, m, yo], 0.0, residual[n, m, yo], has_residual, act, alpha, beta)
-            continue
-        acc[:] = bias[m]
-        for i in range(kh):
-            for j in range(kw):
-                wv = w[m, 0, i, j]
-                start = i * dh * wp + j * dw
-                if sh == 1 and sw == 1:  # unit-step slices keep the contiguous type: vector loads
-                    src = padded[start:start + count]
-                    for e in range(count):
-                        acc[e] += wv * src[e]
-                else:
-                    for yo in range(oh):
-                        row = acc[yo * wp:yo * wp + ow]
-                        first = start + yo * sh * wp
-                        taps = padded[first:first + (ow - 1) * sw + 1:sw]
-                        for k in range(ow):
-                            row[k] += wv * taps[k]
-        for yo in range(oh):
-            out = y[n, m, yo]
-            out[:] = acc[yo * wp:yo * wp + ow]
-            if has_residual or act != 0:
-                _finish_row(out, 0.0, residual[n, m, yo], has_residual, act, alpha, beta)
 
 
 @njit(nogil=True, cache=True)

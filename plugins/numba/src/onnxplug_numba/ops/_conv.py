@@ -17,6 +17,7 @@ import numpy as np
 from onnxplug_sdk import Node, resolve_pads
 
 from onnxplug_numba.kernels import conv as kconv
+from onnxplug_numba.kernels import depthwise as kdepthwise
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -124,8 +125,9 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     if cg == 1 and group == c:
         resid = res if res is not None else y
         grain = n * m if macs < _SHARE_MIN_MACS else 1
-        threads.run(lambda lo, hi: kconv.depthwise(x4, w4, b, resid, res is not None, code, alpha, beta,
-                                                   sh, sw, dh, dw, begin[0], begin[1], y, lo, hi), n * m, grain)
+        threads.run(lambda lo, hi: kdepthwise.depthwise_phased(
+            x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw, begin[0], begin[1], y, lo, hi),
+            n * m, grain)
         return y.reshape((n, m, ow)) if one_d else y
     mg = m // group
     wmat = w4.reshape(group, mg, cg * kh * kw)

@@ -1,0 +1,76 @@
+"""The phase-plane depthwise kernel against onnxruntime: strides, window sizes, dilations, uneven pads,
+channel multipliers, float64, and the fused epilogue (clamped activations, residual)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_test_helpers import assert_matches_onnxruntime, node_model, run_numba
+
+DEPTHWISE_CASES = [
+    # (input shape, channels multiplier, kernel, attributes)
+    ((1, 4, 16, 16), 1, (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 3, 15, 17), 1, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # odd sizes, step 2
+    ((1, 3, 14, 14), 1, (3, 3), {"pads": [0, 1, 1, 0], "strides": [2, 2]}),  # uneven pads
+    ((1, 2, 19, 20), 1, (3, 3), {"pads": [1, 1, 1, 1], "strides": [3, 3]}),  # step 3: nine phases
+    ((1, 2, 12, 13), 1, (3, 3), {"pads": [1, 2, 1, 0], "strides": [1, 2]}),  # mixed steps
+    ((1, 3, 13, 12), 1, (5, 5), {"pads": [2, 2, 2, 2]}),  # 5x5: per-tap accumulation
+    ((1, 3, 17, 16), 1, (5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),
+    ((1, 2, 18, 18), 1, (3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2], "strides": [2, 2]}),
+    ((1, 2, 9, 11), 2, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 1]}),  # channel multiplier 2
+    ((1, 5, 7, 7), 1, (3, 3), {"pads": [1, 1, 1, 1]}),  # rows shorter than a vector
+    ((1, 3, 6, 6), 1, (3, 3), {}),  # no padding
+    ((1, 2, 10, 9), 1, (2, 4), {"pads": [0, 1, 1, 2], "strides": [2, 3]}),
+]
+
+
+@pytest.mark.parametrize("x_shape,mult,kernel,attrs", DEPTHWISE_CASES)
+def test_depthwise_conv(rng, x_shape, mult, kernel, attrs):
+    c = x_shape[1]
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    init = {"w": rng.standard_normal((c * mult, 1, *kernel)).astype(np.float32),
+            "b": rng.standard_normal(c * mult).astype(np.float32)}
+    assert_matches_onnxruntime(node_model("Conv", {"x": x}, initializers=init, group=c, **attrs), {"x": x})
+
+
+def _numpy_depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray, pads: list[int], strides: list[int]) -> np.ndarray:
+    """An independent oracle (onnxruntime has no float64 Conv): zero-pad, then sum strided taps."""
+    kh, kw = w.shape[2:]
+    padded = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (padded.shape[2] - kh) // strides[0] + 1
+    ow = (padded.shape[3] - kw) // strides[1] + 1
+    y = np.zeros((x.shape[0], x.shape[1], oh, ow)) + b.reshape(1, -1, 1, 1)
+    for i in range(kh):
+        for j in range(kw):
+            window = padded[:, :, i:i + strides[0] * (oh - 1) + 1:strides[0], j:j + strides[1] * (ow - 1) + 1:strides[1]]
+            y += window * w[:, 0, i, j].reshape(1, -1, 1, 1)
+    return y
+
+
+def test_depthwise_conv_float64(rng):
+    x = rng.standard_normal((1, 3, 11, 12))
+    init = {"w": rng.standard_normal((3, 1, 3, 3)), "b": rng.standard_normal(3)}
+    model = node_model("Conv", {"x": x}, initializers=init, group=3, pads=[1, 0, 1, 1], strides=[2, 2])
+    (got,), _ = run_numba(model, {"x": x})
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, _numpy_depthwise(x, init["w"], init["b"], [1, 0, 1, 1], [2, 2]), rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("activation,params", [("Relu", []), ("Clip", [-0.5, 0.7]), ("Sigmoid", []),
+                                               ("LeakyRelu", [0.1])])
+@pytest.mark.parametrize("residual", [False, True])
+def test_depthwise_fused_conv_epilogue(rng, activation, params, residual):
+    x = rng.standard_normal((1, 4, 12, 12)).astype(np.float32)
+    feeds = {"x": x}
+    if residual:  # onnxruntime's FusedConv: Z is added before the activation
+        feeds["z"] = rng.standard_normal((1, 4, 12, 12)).astype(np.float32)
+    init = {"w": rng.standard_normal((4, 1, 3, 3)).astype(np.float32), "b": rng.standard_normal(4).astype(np.float32)}
+    extra = {"activation_params": params} if params else {}
+    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", group=4, pads=[1, 1, 1, 1],
+                       activation=activation, **extra)
+    if residual:  # inputs are X, W, B, Z: put the graph input z last
+        node = model.graph.node[0]
+        node.input[:] = ["x", "w", "b", "z"]
+    assert_matches_onnxruntime(model, feeds)
