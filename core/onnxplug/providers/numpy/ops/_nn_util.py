@@ -42,43 +42,6 @@ def norm_axis(axis: int, rank: int) -> int:
     return axis % rank if rank else 0
 
 
-_TWO_OVER_SQRT_PI = 1.1283791670955126
-_SERIES_LIMIT = 2.5
-_SERIES_TERMS = 40
-_CF_TERMS = 60
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """The error function, vectorised (numpy has none), accurate to ~1e-14 relative.
-
-    Maclaurin series below |x| = 2.5 and Laplace's continued fraction of erfc above, both in
-    float64; the result keeps ``x``'s float dtype.
-    """
-    xd = np.asarray(x, dtype=np.float64)
-    ax = np.abs(xd)
-    small = ax < _SERIES_LIMIT
-    out = np.empty_like(xd)
-    xs = xd[small]
-    if xs.size:
-        x2 = xs * xs
-        term = xs.copy()
-        acc = xs.copy()
-        for n in range(1, _SERIES_TERMS):
-            term *= -x2 / n
-            acc += term / (2 * n + 1)
-        out[small] = _TWO_OVER_SQRT_PI * acc
-    big = ~small
-    xb = ax[big]
-    if xb.size:
-        with np.errstate(over="ignore", under="ignore"):
-            t = xb.copy()
-            for k in range(_CF_TERMS, 0, -1):
-                t = xb + (k / 2.0) / t
-            erfc = np.exp(-xb * xb) / (np.sqrt(np.pi) * t)
-        out[big] = np.copysign(1.0 - erfc, xd[big])
-    return out.astype(np.result_type(x.dtype, np.float32) if x.dtype.kind == "f" else np.float32, copy=False)
-
-
 class FloatUnaryKernel(NumpyKernel):
     """Base of elementwise float activations: compute ``op`` in the compute dtype, keep x's dtype."""
 

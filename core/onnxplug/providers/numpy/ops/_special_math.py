@@ -1,4 +1,4 @@
-"""Vectorised special functions numpy lacks (no scipy dependency): the error function."""
+"""Vectorised special functions numpy lacks (no scipy dependency): the error function, and GELU on it."""
 
 from __future__ import annotations
 
@@ -67,3 +67,22 @@ def _erf64(x: np.ndarray) -> np.ndarray:
         out[far] = 1.0 - np.exp(-xf * xf) / (_SQRT_PI * f)
     out[np.isnan(a)] = np.nan
     return np.copysign(out, x)
+
+
+def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    """GELU of a float array in its dtype (float16 computed in float32); ``x`` is not modified."""
+    work = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    t = work.dtype.type
+    if approximate == "tanh":
+        inner = work * work
+        inner *= t(0.044715)
+        inner += t(1)
+        inner *= work
+        inner *= t(math.sqrt(2.0 / math.pi))
+        core = np.tanh(inner, out=inner)
+    else:
+        core = erf(work * t(1.0 / math.sqrt(2.0)))
+    core += t(1)
+    core *= work
+    core *= t(0.5)
+    return core.astype(x.dtype, copy=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._blocks import by_row_blocks
 from onnxplug.providers.numpy.registry import op
 
 
@@ -30,7 +31,10 @@ class LayerNormalization(NumpyKernel):
     """ai.onnx LayerNormalization-17's schema (axis, epsilon), output Y only."""
 
     def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-        return layer_norm(x, scale, bias, int(self.attr("axis", -1)), float(self.attr("epsilon", 1e-5)))
+        axis, epsilon = int(self.attr("axis", -1)), float(self.attr("epsilon", 1e-5))
+        if x.ndim and axis % x.ndim == x.ndim - 1:  # rows are independent: normalize them in blocks
+            return by_row_blocks(lambda block: layer_norm(block, scale, bias, -1, epsilon), x)
+        return layer_norm(x, scale, bias, axis, epsilon)
 
 
 @op("SkipLayerNormalization", domain="com.onnxplug")
@@ -42,5 +46,6 @@ class SkipLayerNormalization(NumpyKernel):
         total = x + skip
         if bias is not None:
             total += bias
-        y = layer_norm(total, gamma, beta, -1, float(self.attr("epsilon", 1e-5)))
+        epsilon = float(self.attr("epsilon", 1e-5))
+        y = by_row_blocks(lambda block: layer_norm(block, gamma, beta, -1, epsilon), total)
         return (y, total) if len(self.node.outputs) > 1 else y

@@ -1,20 +1,16 @@
-import numpy as np
-
-from onnxplug.providers.numpy.ops._nn_util import FloatUnaryKernel, erf
+from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._blocks import by_row_blocks
+from onnxplug.providers.numpy.ops._special_math import gelu
 from onnxplug.providers.numpy.registry import op
 
 
 @op("Gelu")
-class Gelu(FloatUnaryKernel):
+class Gelu(NumpyKernel):
     """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation when approximate='tanh'."""
 
-    def op(self, x):
-        t = x.dtype.type
-        if self.attr("approximate", "none") == "tanh":
-            inner = np.tanh((x + t(0.044715) * x * x * x) * t(np.sqrt(2 / np.pi)))
-        else:
-            inner = erf(x * t(1 / np.sqrt(2)))
-        inner += 1
-        inner *= x
-        inner *= t(0.5)
-        return inner
+    def __init__(self, node, context):
+        super().__init__(node, context)
+        self.approximate = self.attr("approximate", "none")
+
+    def compute(self, x):
+        return by_row_blocks(lambda block: gelu(block, self.approximate), x)
