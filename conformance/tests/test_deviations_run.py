@@ -1,5 +1,5 @@
-"""Deviations in real runs: a listed failure is an xfail, a listed test that passes (xpass) or a
-listed id that names no test fails the run; a provider may ship its own list."""
+"""Deviations in real runs: a listed failure is an xfail, a listed test that passes (xpass), one the
+provider does not claim, or a listed id that names no test fails the run; a provider may ship its own list."""
 
 from __future__ import annotations
 
@@ -46,6 +46,16 @@ def test_listed_id_naming_no_test_fails_the_run(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert run.report["deviations"]["unknown_ids"] == ["node:test_no_such_case"]
     assert "test_no_such_case" in run.output
+
+
+def test_listed_test_the_provider_does_not_claim_fails_the_run(tmp_path: Path) -> None:
+    listing = tmp_path / "unclaimed.toml"
+    listing.write_text('[node]\ntest_abs = "wrong"\ntest_relu = "was wrong before the kernel was dropped"\n')
+    run = run_suite(tmp_path, WRONG, "--layers", "node", "-k", "test_abs or test_relu",
+                    "--deviations", str(listing))
+    assert run.returncode == 1, run.output[-3000:]
+    assert run.outcome("node", "test_relu") == "not-claimed"
+    assert run.report["deviations"]["unknown_ids"] == ["node:test_relu (not claimed)"]
 
 
 def test_provider_ships_its_own_list(tmp_path: Path) -> None:

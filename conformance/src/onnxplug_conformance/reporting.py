@@ -163,7 +163,7 @@ def summary_lines(report: ConformanceReport, per_op: bool = True) -> list[str]:
         width = max(12, *(len(op) + 2 for op in node_ops))
         lines += ["", *_text_table("op (node tests)", list(report.per_op().items()), width)]
     if report.unknown_deviations:
-        lines.append("deviations naming no test of this run (stale or mistyped; the run fails): "
+        lines.append("deviations naming no test this run ran (stale, mistyped or not claimed; the run fails): "
                      + ", ".join(report.unknown_deviations))
     return lines
 
