@@ -109,12 +109,12 @@ class MultiHeadAttention(_FloatKernel):
         scale = self.attr("scale")
         scale = 1.0 / np.sqrt(dh) if scale is None else float(scale)
         scores = matmul(q, k, self.threads)
-        scores *= scores.dtype.type(scale)
         if bias is not None:
-            scores = scores + bias
-        rows = np.ascontiguousarray(scores, dtype=query.dtype).reshape(-1, length)
-        probs = np.empty_like(rows)
-        self.threads.run(lambda lo, hi: knorm.softmax(rows[lo:hi], False, probs[lo:hi]), rows.shape[0],
-                         row_grain(length))
-        out = matmul(probs.reshape(b, heads, s, length), v, self.threads)
+            bias = np.broadcast_to(np.asarray(bias, dtype=query.dtype), scores.shape)
+        probs = np.empty(scores.shape, dtype=query.dtype)
+        # scale, mask and softmax in one compiled pass over the scores
+        self.threads.run(lambda lo, hi: knorm.scaled_softmax(scores, scale, bias if bias is not None else scores,
+                                                             bias is not None, probs, lo, hi),
+                         b * heads * s, row_grain(length))
+        out = matmul(probs, v, self.threads)
         return np.ascontiguousarray(out.transpose(0, 2, 1, 3)).reshape(b, s, heads * dv)

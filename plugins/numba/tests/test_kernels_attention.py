@@ -1,0 +1,55 @@
+"""Row softmax with vector lanes and the fused attention softmax (scale + mask + softmax in one pass)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_test_helpers import assert_close, assert_matches_onnxruntime, node_model, run_numba
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("cols", [7, 8, 61, 128])  # below, at and past one vector of lanes, with a tail
+def test_softmax_long_rows(rng, op, cols):
+    x = (rng.standard_normal((5, cols)) * 6).astype(np.float32)
+    if op == "Softmax":  # a masked entry: probability 0 (log-softmax would give -inf, which no tolerance bounds)
+        x[1, 3] = -np.inf
+    x[2] += 80.0  # large values: the maximum is subtracted before exp
+    assert_matches_onnxruntime(node_model(op, {"x": x}, opset=13, axis=-1), {"x": x})
+
+
+def _numpy_attention(query: np.ndarray, key: np.ndarray, value: np.ndarray, bias: np.ndarray | None,
+                     heads: int, scale: float) -> np.ndarray:
+    """docs/fused-ops.md's formula, in float64 numpy (an oracle independent of the kernels)."""
+    b, s, hidden = query.shape
+    length = key.shape[1]
+    dh, dv = hidden // heads, value.shape[2] // heads
+    q = query.astype(np.float64).reshape(b, s, heads, dh).transpose(0, 2, 1, 3)
+    k = key.astype(np.float64).reshape(b, length, heads, dh).transpose(0, 2, 3, 1)
+    v = value.astype(np.float64).reshape(b, length, heads, dv).transpose(0, 2, 1, 3)
+    scores = (q @ k) * scale
+    if bias is not None:
+        scores = scores + bias
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    probs = np.exp(scores)
+    probs /= probs.sum(axis=-1, keepdims=True)
+    return (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, heads * dv)
+
+
+@pytest.mark.parametrize("bias_shape", [None, (2, 1, 1, 19), (2, 4, 11, 19), (1, 1, 11, 19)])
+@pytest.mark.parametrize("scale", [None, 0.3])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_multi_head_attention(rng, bias_shape, scale, threads):
+    query = rng.standard_normal((2, 11, 32)).astype(np.float32)
+    key = rng.standard_normal((2, 19, 32)).astype(np.float32)
+    value = rng.standard_normal((2, 19, 24)).astype(np.float32)
+    feeds = {"query": query, "key": key, "value": value}
+    if bias_shape is not None:
+        bias = rng.standard_normal(bias_shape).astype(np.float32)
+        bias[..., 5] = -np.inf  # a masked key position
+        feeds["bias"] = bias
+    attrs = {"num_heads": 4} | ({"scale": scale} if scale is not None else {})
+    model = node_model("MultiHeadAttention", feeds, domain="com.onnxplug", **attrs)
+    (got,), _ = run_numba(model, feeds, threads=threads)
+    expected = _numpy_attention(query, key, value, feeds.get("bias"), 4, scale if scale is not None else 1 / np.sqrt(8))
+    assert_close([got], [expected.astype(np.float32)])
