@@ -8,9 +8,9 @@
 // are computed and dropped at the store; only NV = (OH-1)*Wp + OW columns exist.
 //
 // A (the weights) is packed as in gemm_packed.cl: [G][ceil(M/RM)][C/G*KH*KW][RM], k in (c, i, j)
-// order. A work-group computes TM x TN of C over chunks of CC channels; partial sums of the
-// block stay in local memory, and the last chunk applies bias, residual and activation and
-// stores to [M][OH][OW].
+// order. A work-group computes TM x TN of C over chunks of CC channels; sums of the block stay in
+// local memory, and a last pass applies bias, residual and activation and stores to [M][OH][OW]
+// (kept out of the multiply-add loop: its live values made the compiler spill an accumulator).
 //
 // Build options: -DREAL -DTM -DTN -DCC -DRM -DKH -DKW, optionally -DHAS_BIAS -DHAS_RESIDUAL
 // -DACT_RELU -DACT_CLIP.
@@ -119,8 +119,6 @@ inline void load_part(__global const REAL* p, const int valid, REAL8* b0, REAL8*
                 else { c##r##0 = sp[(r) * (TN / 8)]; c##r##1 = sp[(r) * (TN / 8) + 1]; }
 #define MAC(r) { const REAL a = ap[r]; c##r##0 += a * b0; c##r##1 += a * b1; }
 #define SAVE(r) { sp[(r) * (TN / 8)] = c##r##0; sp[(r) * (TN / 8) + 1] = c##r##1; }
-#define STORE(r) store_row(C, residual, bias, m + (r), M, P, c##r##0, c##r##1, contiguous, idx0, fast, lanes, \
-                           act_lo, act_hi)
 
 inline void store_row(__global REAL* C, __global const REAL* residual, __global const REAL* bias,
                       const int m, const int M, const int P, REAL8 v0, REAL8 v1, const int contiguous,
@@ -187,24 +185,10 @@ void conv_direct(const int M, const int NV, const int CG, const int Wp, const in
 
     for (int c0 = 0; c0 < CG; c0 += CC) {
         const int cc = min(CC, CG - c0);
-        const int first = c0 == 0, last = c0 + CC >= CG;
+        const int first = c0 == 0;
         for (int jr = 0; jr < panels_n; jr++) {
             const int n = n0 + jr * RN;
             const int valid = NV - n;
-            // Where each of the 16 virtual columns lands in the output (-1: dropped).
-            int lanes[RN];
-            int idx0 = 0, fast = 0;
-            if (last) {
-                int oh = n / Wp, ow = n - oh * Wp;
-                idx0 = contiguous ? n : oh * OW + ow;
-                fast = valid >= RN && (contiguous || ow + RN <= OW);
-                if (!fast) {
-                    for (int l = 0; l < RN; l++) {
-                        lanes[l] = (l < valid && ow < OW) ? oh * OW + ow : -1;
-                        if (++ow == Wp) { ow = 0; oh++; }
-                    }
-                }
-            }
             __global const REAL* xb = X + (long)c0 * plane + n;
             for (int ir = 0; ir < panels_m; ir++) {
                 const int m = m0 + ir * RM;
@@ -224,18 +208,29 @@ void conv_direct(const int M, const int NV, const int CG, const int Wp, const in
                 } else {
                     K_LOOP(load_part(xk, valid, &b0, &b1))
                 }
-                if (last) {
-                    STORE(0); STORE(1); STORE(2); STORE(3);
+                SAVE(0) SAVE(1) SAVE(2) SAVE(3)
 #if RM > 4
-                    STORE(4); STORE(5);
+                SAVE(4) SAVE(5)
 #endif
-                } else {
-                    SAVE(0) SAVE(1) SAVE(2) SAVE(3)
-#if RM > 4
-                    SAVE(4) SAVE(5)
-#endif
-                }
             }
+        }
+    }
+    for (int jr = 0; jr < panels_n; jr++) {
+        const int n = n0 + jr * RN;
+        const int valid = NV - n;
+        int lanes[RN];
+        int oh = n / Wp, ow = n - oh * Wp;
+        const int idx0 = contiguous ? n : oh * OW + ow;
+        const int fast = valid >= RN && (contiguous || ow + RN <= OW);
+        if (!fast) {  // where each of the 16 virtual columns lands in the output (-1: dropped)
+            for (int l = 0; l < RN; l++) {
+                lanes[l] = (l < valid && ow < OW) ? oh * OW + ow : -1;
+                if (++ow == Wp) { ow = 0; oh++; }
+            }
+        }
+        for (int r = 0; r < panels_m * RM; r++) {
+            __local const REAL8* sp = partial + (r * TN + jr * RN) / 8;
+            store_row(C, residual, bias, m0 + r, M, P, sp[0], sp[1], contiguous, idx0, fast, lanes, act_lo, act_hi);
         }
     }
 }

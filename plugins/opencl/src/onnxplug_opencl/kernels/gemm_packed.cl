@@ -36,6 +36,7 @@ typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
 
 #define ACC(r) REAL8 c##r##0 = (REAL8)0, c##r##1 = (REAL8)0;
 #define MAC(r) { const REAL a = ap[r]; c##r##0 += a * b0; c##r##1 += a * b1; }
+#define MAC_HALF(r) { c##r##0 += ap[r] * b0; }
 #define STORE_ROW(r) store_row(C, ldc, m + (r), n, M, N, c##r##0, c##r##1, last, first, bias, residual, \
                                act_lo, act_hi)
 
@@ -138,14 +139,26 @@ void gemm_packed(const int M, const int N, const int K,
 #if RM > 4
                 ACC(4) ACC(5)
 #endif
-                for (int kk = 0; kk < kc; kk++) {
-                    const REAL8 b0 = LOAD8(bp), b1 = LOAD8(bp + 8);
-                    MAC(0) MAC(1) MAC(2) MAC(3)
+                if (N - n > 8) {
+                    for (int kk = 0; kk < kc; kk++) {
+                        const REAL8 b0 = LOAD8(bp), b1 = LOAD8(bp + 8);
+                        MAC(0) MAC(1) MAC(2) MAC(3)
 #if RM > 4
-                    MAC(4) MAC(5)
+                        MAC(4) MAC(5)
 #endif
-                    ap += RM;
-                    bp += RN;
+                        ap += RM;
+                        bp += RN;
+                    }
+                } else {  // a last panel of at most 8 columns (49 = 3*16 + 1): half the multiply-adds
+                    for (int kk = 0; kk < kc; kk++) {
+                        const REAL8 b0 = LOAD8(bp);
+                        MAC_HALF(0) MAC_HALF(1) MAC_HALF(2) MAC_HALF(3)
+#if RM > 4
+                        MAC_HALF(4) MAC_HALF(5)
+#endif
+                        ap += RM;
+                        bp += RN;
+                    }
                 }
                 STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3);
 #if RM > 4
