@@ -84,8 +84,13 @@ CASES = [
     ((1, 3, 23, 23), (64, 3, 7, 7), dict(strides=[2, 2], pads=[3, 3, 3, 3]), {"im2col_packed", "gemm_packed"}),
     ((1, 130, 9, 9), (40, 130, 3, 3), dict(strides=[2, 2], dilations=[2, 2], pads=[2, 2, 2, 2]),
      {"im2col_packed", "gemm_packed"}),
-    # depthwise
+    # depthwise: narrow rows (scalar), wide rows (eight columns per vector step), stride 2, MG = 2,
+    # a 5x5 window, and a column dilation (scalar path only)
     ((1, 6, 9, 9), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1]), {"dwconv"}),
+    ((1, 4, 12, 40), (4, 1, 3, 3), dict(group=4, pads=[1, 1, 1, 1]), {"dwconv"}),
+    ((2, 3, 11, 37), (6, 1, 3, 3), dict(group=3, strides=[2, 2], pads=[1, 1, 1, 1]), {"dwconv"}),
+    ((1, 2, 9, 44), (2, 1, 5, 5), dict(group=2, strides=[1, 2], pads=[2, 2, 2, 2]), {"dwconv"}),
+    ((1, 3, 10, 20), (3, 1, 3, 3), dict(group=3, dilations=[1, 2], pads=[1, 2, 1, 2]), {"dwconv"}),
 ]
 
 
@@ -138,7 +143,7 @@ def _numpy_conv(x, w, b, attrs):
 def test_conv_paths_in_double_precision(rt, rng):
     if not rt.entry.fp64:
         pytest.skip("device has no fp64")
-    for x_shape, w_shape, attrs, _ in (CASES[1], CASES[8]):  # direct and packed im2col, grouped
+    for x_shape, w_shape, attrs, _ in (CASES[1], CASES[8], CASES[13]):  # direct, packed im2col, depthwise
         x = rng.standard_normal(x_shape)
         w = rng.standard_normal(w_shape)
         b = rng.standard_normal(w_shape[0])
