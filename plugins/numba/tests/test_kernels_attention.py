@@ -53,3 +53,35 @@ def test_multi_head_attention(rng, bias_shape, scale, threads):
     (got,), _ = run_numba(model, feeds, threads=threads)
     expected = _numpy_attention(query, key, value, feeds.get("bias"), 4, scale if scale is not None else 1 / np.sqrt(8))
     assert_close([got], [expected.astype(np.float32)])
+
+
+def _numpy_skip_layer_norm(x, skip, gamma, beta, bias, eps):  # type: ignore[no-untyped-def]
+    """docs/fused-ops.md's SkipLayerNormalization in float64 numpy."""
+    s = x.astype(np.float64) + skip
+    if bias is not None:
+        s = s + bias
+    mean = s.mean(axis=-1, keepdims=True)
+    var = ((s - mean) ** 2).mean(axis=-1, keepdims=True)
+    y = (s - mean) / np.sqrt(var + eps) * gamma
+    return (y + beta if beta is not None else y), s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_beta,with_bias", [(True, True), (False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_skip_layer_normalization(rng, dtype, with_beta, with_bias, threads):
+    x = rng.standard_normal((2, 300, 67)).astype(dtype)  # enough rows to be shared between threads
+    skip = rng.standard_normal((2, 300, 67)).astype(dtype)
+    gamma = rng.standard_normal(67).astype(dtype)
+    feeds = {"x": x, "skip": skip, "gamma": gamma}
+    beta = rng.standard_normal(67).astype(dtype) if with_beta else None
+    bias = rng.standard_normal(67).astype(dtype) if with_bias else None
+    if with_beta or with_bias:
+        feeds["beta"] = beta if with_beta else np.zeros(67, dtype)
+    if with_bias:
+        feeds["bias"] = bias
+    model = node_model("SkipLayerNormalization", feeds, 2, domain="com.onnxplug", epsilon=1e-3)
+    (y, s), _ = run_numba(model, feeds, threads=threads)
+    want_y, want_s = _numpy_skip_layer_norm(x, skip, gamma, beta, bias, 1e-3)
+    assert y.dtype == s.dtype == dtype
+    assert_close([y, s], [want_y.astype(dtype), want_s.astype(dtype)])

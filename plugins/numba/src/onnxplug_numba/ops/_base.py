@@ -61,6 +61,11 @@ PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
           "float16", "float32", "float64"}
 
 
+#: Products with fewer FLOPs than this run on the calling thread: handing work to another thread
+#: costs tens of microseconds (a futex wake-up, then the GIL) on a virtual machine.
+SHARE_MIN_FLOPS = 8_000_000
+
+
 def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
     """numpy.matmul (BLAS, one thread per call) split across the session's threads by row or
     column bands of the result."""
@@ -70,7 +75,7 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     # under ~0.1 ms of work a hand-off to another thread costs more than it saves (an upper
     # bound of the batch size is enough to decide)
-    if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < 8_000_000:
+    if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < SHARE_MIN_FLOPS:
         return np.matmul(a, b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = np.empty((*batch, m, n), dtype=np.result_type(a, b))

@@ -75,6 +75,27 @@ class SkipLayerNormalization(_FloatKernel):
 
     def compute(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None,
                 bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        dtype = x.dtype
+        d = x.shape[-1] if x.ndim else 1
+        eps = float(self.attr("epsilon", 1e-5))
+        if skip.shape != x.shape or skip.dtype != dtype or (bias is not None and bias.size != d):
+            return self._general(x, skip, gamma, beta, bias, eps)
+        rows = np.ascontiguousarray(x).reshape(-1, d)
+        skips = np.ascontiguousarray(skip).reshape(-1, d)
+        g = np.ascontiguousarray(np.broadcast_to(gamma, (d,)), dtype=dtype)
+        b = np.zeros_like(g) if beta is None else np.ascontiguousarray(np.broadcast_to(beta, (d,)), dtype=dtype)
+        add = g if bias is None else np.ascontiguousarray(bias, dtype=dtype).reshape(d)
+        s = np.empty_like(rows)
+        y = np.empty_like(rows)
+        self.threads.run(lambda lo, hi: knorm.skip_layer_norm_rows(
+            rows[lo:hi], skips[lo:hi], add, bias is not None, g, b, eps, s[lo:hi], y[lo:hi]),
+            rows.shape[0], row_grain(d))
+        y, s = y.reshape(x.shape), s.reshape(x.shape)
+        return (y, s) if len(self.node.outputs) > 1 and self.node.outputs[1] else y
+
+    def _general(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
+                 bias: np.ndarray | None, eps: float):  # type: ignore[no-untyped-def]
+        """Shapes outside the contract's usual case (broadcast skip or bias): numpy sums first."""
         s = x + skip
         if bias is not None:
             s = s + bias
@@ -85,7 +106,6 @@ class SkipLayerNormalization(_FloatKernel):
         b = np.zeros_like(g) if beta is None else np.ascontiguousarray(np.broadcast_to(beta, (d,)), dtype=x.dtype)
         y = np.empty_like(rows)
         stats = np.empty(rows.shape[0], dtype=x.dtype)
-        eps = float(self.attr("epsilon", 1e-5))
         inv = stats.copy()
         self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], g, b, eps, y[lo:hi], stats[lo:hi],
                                                               inv[lo:hi]), rows.shape[0], row_grain(d))
