@@ -23,16 +23,18 @@ __version__ = "0.1.0"
 class NumbaProvider(CompilingProvider):
     """CPU kernels compiled with numba (BLAS for matrix products).
 
-    Besides single-node kernels it claims two kinds of fused subgraph, each compiled once at
-    session creation: chains of elementwise ops (one generated loop) and Conv followed by
-    BatchNormalization, a residual Add and an activation (weights folded, epilogue fused).
+    Besides single-node kernels it claims three kinds of fused subgraph, each compiled once at
+    session creation: chains of elementwise ops (one generated loop), Conv followed by
+    BatchNormalization, a residual Add and an activation (weights folded, epilogue fused), and
+    MatMul followed by the Add of a constant bias vector.
     """
 
     name: ClassVar[str] = "numba"
     aliases: ClassVar[tuple[str, ...]] = ("NumbaExecutionProvider",)
     version: ClassVar[str] = __version__
     ops_package: ClassVar[str] = "onnxplug_numba.ops"
-    default_options: ClassVar[Mapping[str, Any]] = {"fuse_elementwise": True, "fuse_conv": True}
+    default_options: ClassVar[Mapping[str, Any]] = {"fuse_elementwise": True, "fuse_conv": True,
+                                                    "fuse_matmul_bias": True}
 
     def __init__(self, options: Mapping[str, Any] | None = None, *, intra_op_num_threads: int = 0) -> None:
         super().__init__(options, intra_op_num_threads=intra_op_num_threads)
@@ -60,13 +62,20 @@ class NumbaProvider(CompilingProvider):
             and elementwise_opset_ok(node)
 
     def get_capability(self, view: GraphView) -> list[Capability]:
-        """Conv groups first, then elementwise chains, then single nodes."""
+        """Conv groups first, then MatMul + bias pairs, then elementwise chains, then single nodes."""
         claims: list[Capability] = []
         if self.options["fuse_conv"]:
             from onnxplug_numba.fusion.conv_groups import find_conv_groups
 
             for group in find_conv_groups(view, self):
                 claims.append(Capability(tuple(group), fused=True, name=f"numba_conv_{group[0].name}"))
+        if self.options["fuse_matmul_bias"]:
+            from onnxplug_numba.fusion.matmul_bias import find_matmul_bias
+
+            taken = {id(n) for c in claims for n in c.nodes}
+            free = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
+            for pair in find_matmul_bias(free):
+                claims.append(Capability(tuple(pair), fused=True, name=f"numba_matmul_bias_{pair[0].name}"))
         taken = {id(n) for c in claims for n in c.nodes}
         rest = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
         if view.graph.parent is not None:  # a subgraph: add the element types its values lack
@@ -81,6 +90,10 @@ class NumbaProvider(CompilingProvider):
             from onnxplug_numba.fusion.conv_groups import FusedConvKernel
 
             return FusedConvKernel(subgraph, context)
+        if subgraph.nodes[0].op_type == "MatMul":
+            from onnxplug_numba.fusion.matmul_bias import MatMulBiasKernel
+
+            return MatMulBiasKernel(subgraph, context)
         from onnxplug_numba.fusion.chain import ChainKernel
 
         return ChainKernel(subgraph, context)

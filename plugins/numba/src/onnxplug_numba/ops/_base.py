@@ -66,27 +66,42 @@ PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 SHARE_MIN_FLOPS = 8_000_000
 
 
-def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarray | None = None) -> np.ndarray:
     """numpy.matmul (BLAS, one thread per call) split across the session's threads by row or
-    column bands of the result."""
+    column bands of the result; ``bias`` (a vector over the last axis) is added to each band by
+    the thread that computed it."""
     threads.blas()
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
-        return np.matmul(a, b)
+        return _with_bias(np.matmul(a, b), bias)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     # under ~0.1 ms of work a hand-off to another thread costs more than it saves (an upper
     # bound of the batch size is enough to decide)
     if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < SHARE_MIN_FLOPS:
-        return np.matmul(a, b)
+        return _with_bias(np.matmul(a, b), bias)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = np.empty((*batch, m, n), dtype=np.result_type(a, b))
     # bands of at least a half-thread's share: BLAS loses speed on thinner ones
     if m >= 64 or m >= n:
-        threads.run(lambda lo, hi: np.matmul(a[..., lo:hi, :], b, out=out[..., lo:hi, :]), m,
-                    max(8, m // (2 * threads.count)))
+        def rows(lo: int, hi: int) -> None:
+            band = out[..., lo:hi, :]
+            np.matmul(a[..., lo:hi, :], b, out=band)
+            _with_bias(band, bias)
+
+        threads.run(rows, m, max(8, m // (2 * threads.count)))
     else:
-        threads.run(lambda lo, hi: np.matmul(a, b[..., :, lo:hi], out=out[..., :, lo:hi]), n,
-                    max(32, n // (2 * threads.count)))
+        def columns(lo: int, hi: int) -> None:
+            band = out[..., :, lo:hi]
+            np.matmul(a, b[..., :, lo:hi], out=band)
+            _with_bias(band, None if bias is None else bias[lo:hi])
+
+        threads.run(columns, n, max(32, n // (2 * threads.count)))
     return out
+
+
+def _with_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    if bias is not None:
+        np.add(y, bias, out=y)
+    return y
 
 
 def row_grain(work_per_row: int) -> int:

@@ -1,0 +1,71 @@
+"""MatMul followed by the Add of a constant bias vector: one fused step, against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from numba_test_helpers import assert_close, run_numba, run_onnxruntime
+
+
+def linear_model(a_shape, b_shape, bias_shape, *, bias_first=False, bias_is_input=False,
+                 dtype=np.float32) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """y = a @ w + bias, with w and (unless ``bias_is_input``) bias as initializers."""
+    rng = np.random.default_rng(1)
+    elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    feeds = {"a": rng.standard_normal(a_shape).astype(dtype)}
+    w = rng.standard_normal(b_shape).astype(dtype)
+    bias = rng.standard_normal(bias_shape).astype(dtype)
+    inits = [onnx.numpy_helper.from_array(w, "w")]
+    inputs = [helper.make_tensor_value_info("a", elem, a_shape)]
+    if bias_is_input:
+        feeds["bias"] = bias
+        inputs.append(helper.make_tensor_value_info("bias", elem, bias_shape))
+    else:
+        inits.append(onnx.numpy_helper.from_array(bias, "bias"))
+    add_inputs = ["bias", "p"] if bias_first else ["p", "bias"]
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["p"]), helper.make_node("Add", add_inputs, ["y"])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", elem, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnx.shape_inference.infer_shapes(model), feeds
+
+
+@pytest.mark.parametrize("a_shape,b_shape,bias_shape", [
+    ((2, 5, 7), (7, 9), (9,)),
+    ((5, 7), (7, 9), (1, 9)),
+    ((512, 128), (128, 96), (96,)),  # large enough to share: row bands
+    ((32, 256), (256, 1024), (1024,)),  # few rows: column bands, each with its slice of the bias
+    ((3, 40, 128), (128, 200), (200,)),  # batched rows
+])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_matmul_bias_is_one_fused_step(a_shape, b_shape, bias_shape, threads, bias_first):
+    model, feeds = linear_model(a_shape, b_shape, bias_shape, bias_first=bias_first)
+    got, session = run_numba(model, feeds, threads=threads)
+    assert [s.kind for s in session._plan.steps] == ["fused"]
+    assert_close(got, run_onnxruntime(model, feeds))
+
+
+def test_float64_matches_numpy():
+    model, feeds = linear_model((6, 4), (4, 3), (3,), dtype=np.float64)
+    (got,), session = run_numba(model, feeds)
+    assert [s.kind for s in session._plan.steps] == ["fused"]
+    init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    np.testing.assert_allclose(got, feeds["a"] @ init["w"] + init["bias"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("bias_shape", [(4, 9), (1, 1, 9)])  # not a vector over the last axis
+def test_other_adds_are_not_fused(bias_shape):
+    model, feeds = linear_model((4, 7), (7, 9), bias_shape)
+    got, session = run_numba(model, feeds)
+    assert [s.kind for s in session._plan.steps] != ["fused"]
+    assert_close(got, run_onnxruntime(model, feeds))
+
+
+def test_bias_from_a_graph_input_is_not_fused():
+    model, feeds = linear_model((4, 7), (7, 9), (9,), bias_is_input=True)
+    got, session = run_numba(model, feeds)
+    assert len(session._plan.steps) == 2
+    assert_close(got, run_onnxruntime(model, feeds))
