@@ -39,7 +39,6 @@ _FIXED_ATTRIBUTES: dict[str, Any] = {
     "execution_mode": ExecutionMode.ORT_SEQUENTIAL,
     "inter_op_num_threads": 0,
     "enable_mem_pattern": True,
-    "enable_cpu_mem_arena": True,
     "use_deterministic_compute": False,
     "enable_mem_reuse": True,
 }
@@ -74,7 +73,7 @@ class SessionOptions(_Strict):
 
     _implemented = ("graph_optimization_level", "intra_op_num_threads", "enable_profiling",
                     "optimized_model_filepath", "log_severity_level", "log_verbosity_level",
-                    "logid", "profile_file_prefix")
+                    "logid", "profile_file_prefix", "enable_cpu_mem_arena")
     _fixed = _FIXED_ATTRIBUTES
 
     def __init__(self) -> None:
@@ -86,6 +85,8 @@ class SessionOptions(_Strict):
         self.log_verbosity_level: int = 0
         self.logid: str = ""
         self.profile_file_prefix: str = "onnxplug_profile"
+        #: Keep freed host memory for the next run (process-wide; see :mod:`onnxplug.host_memory`).
+        self.enable_cpu_mem_arena: bool = True
         self._config: dict[str, str] = {}
 
     def add_session_config_entry(self, key: str, value: str) -> None:

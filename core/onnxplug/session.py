@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
+from onnxplug import host_memory
 from onnxplug.errors import (
     InputShapeError,
     InputTypeError,
@@ -83,6 +84,9 @@ class InferenceSession:
         self._source = path_or_bytes
         self._model: Model = load_model(path_or_bytes)
         self._options = sess_options if sess_options is not None else SessionOptions()
+        # read once, as onnxruntime copies its options at creation
+        self._memory_arena = bool(self._options.enable_cpu_mem_arena) and host_memory.enable_arena()
+        self._trim_after_run = not self._options.enable_cpu_mem_arena
         self._profile_lock = threading.Lock()
         self._profile_events: list[dict[str, Any]] = []
         self._profile_start_ns = time.time_ns()
@@ -156,7 +160,11 @@ class InferenceSession:
         result = run_plan(self._plan, feeds, None, stats)
         if stats is not None:
             self._record_profile(stats)
-        return [_own_memory(result[n]) for n in wanted]
+        outputs = [_own_memory(result[n]) for n in wanted]
+        del result, feeds
+        if self._trim_after_run:
+            host_memory.release_free_memory()
+        return outputs
 
     def _check_feeds(self, input_feed: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(input_feed, Mapping):
