@@ -64,9 +64,9 @@ def test_intra_op_num_threads_is_how_many_threads_run_a_kernel(rng, monkeypatch,
         return compiled(*args)
 
     monkeypatch.setattr(depthwise, "depthwise_phased", spy)
-    x = rng.standard_normal((2, 32, 64, 64)).astype(np.float32)  # large enough to be shared
-    model = node_model("Conv", {"x": x}, initializers={"w": rng.standard_normal((32, 1, 3, 3)).astype(np.float32)},
-                       group=32, pads=[1, 1, 1, 1])
+    x = rng.standard_normal((2, 128, 128, 128)).astype(np.float32)  # large enough to be shared
+    model = node_model("Conv", {"x": x}, initializers={"w": rng.standard_normal((128, 1, 3, 3)).astype(np.float32)},
+                       group=128, pads=[1, 1, 1, 1])
     # Threads take chunks as they become free, and a helper the OS has not scheduled before the
     # work is done is cancelled: on a busy machine one run may use fewer threads, never more.
     for _ in range(5):

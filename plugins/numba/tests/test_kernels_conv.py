@@ -18,8 +18,12 @@ CONV_CASES = [
     ((1, 3, 10, 10), (2, 3, 4, 4), {"auto_pad": "SAME_LOWER"}),
     ((1, 3, 10, 10), (2, 3, 3, 2), {"auto_pad": "VALID", "dilations": [2, 1]}),
     ((2, 3, 12), (4, 3, 3), {"pads": [2, 1], "strides": [2]}),  # 1-D
-    # large enough for the pitched im2col over a padded image (and for sharing across threads)
+    # large enough for the pitched im2col over a padded image
     ((2, 4, 40, 36), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
+    # large enough to be shared across threads (row bands of one image): pitched, im2col, pointwise
+    ((1, 64, 40, 40), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 64, 64, 64), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((1, 96, 48, 48), (576, 96, 1, 1), {}),
     ((1, 4, 40, 40), (4, 2, 3, 3), {"pads": [2, 1, 0, 2], "dilations": [2, 2], "group": 2}),
     # depthwise 3x3 with rows of 8+ outputs: the register-summed row kernel (step 1, step 2 over
     # even/odd columns, dilation, uneven pads, channel multiplier), and step 2 with dilation

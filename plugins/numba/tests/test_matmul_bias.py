@@ -35,9 +35,9 @@ def linear_model(a_shape, b_shape, bias_shape, *, bias_first=False, bias_is_inpu
 @pytest.mark.parametrize("a_shape,b_shape,bias_shape", [
     ((2, 5, 7), (7, 9), (9,)),
     ((5, 7), (7, 9), (1, 9)),
-    ((512, 128), (128, 96), (96,)),  # large enough to share: row bands
-    ((32, 256), (256, 1024), (1024,)),  # few rows: column bands, each with its slice of the bias
-    ((3, 40, 128), (128, 200), (200,)),  # batched rows
+    ((1024, 256), (256, 160), (160,)),  # large enough to share: row bands
+    ((48, 512), (512, 1536), (1536,)),  # few rows: column bands, each with its slice of the bias
+    ((3, 128, 256), (256, 400), (400,)),  # batched rows
 ])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("bias_first", [False, True])

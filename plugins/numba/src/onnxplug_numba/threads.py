@@ -12,8 +12,9 @@ from typing import Callable
 
 import numpy as np
 
-#: Elementwise work below this many elements stays on the calling thread.
-PARALLEL_MIN_ELEMENTS = 32768
+#: Elementwise work below this many elements per chunk stays on the calling thread: a chunk handed
+#: to another thread must outweigh its wake-up (tens of microseconds on a halting virtual CPU).
+PARALLEL_MIN_ELEMENTS = 262144
 #: Chunks per thread a parallel call is cut into (at most; each chunk keeps its grain).
 CHUNKS_PER_THREAD = 4
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from onnxplug_sdk import GraphView, Kernel, KernelContext, Node
 
-from onnxplug_numba.threads import ThreadControl
+from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
 
 FLOAT_TYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
@@ -62,8 +62,9 @@ PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 
 
 #: Products with fewer FLOPs than this run on the calling thread: handing work to another thread
-#: costs tens of microseconds (a futex wake-up, then the GIL) on a virtual machine.
-SHARE_MIN_FLOPS = 8_000_000
+#: costs tens of microseconds (a futex wake-up, then the GIL) on a virtual machine, and products
+#: below ~1 ms of work were measured slower on two threads than on one (see ``_conv``).
+SHARE_MIN_FLOPS = 64_000_000
 
 
 def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarray | None = None) -> np.ndarray:
@@ -74,8 +75,7 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return _with_bias(np.matmul(a, b), bias)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    # under ~0.1 ms of work a hand-off to another thread costs more than it saves (an upper
-    # bound of the batch size is enough to decide)
+    # an upper bound of the batch size is enough to decide
     if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < SHARE_MIN_FLOPS:
         return _with_bias(np.matmul(a, b), bias)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -105,5 +105,5 @@ def _with_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
 
 
 def row_grain(work_per_row: int) -> int:
-    """Rows per chunk so that each thread gets at least ~32k elements of work."""
-    return max(1, 32768 // max(1, int(work_per_row)))
+    """Rows per chunk so that each chunk has at least PARALLEL_MIN_ELEMENTS elements of work."""
+    return max(1, PARALLEL_MIN_ELEMENTS // max(1, int(work_per_row)))

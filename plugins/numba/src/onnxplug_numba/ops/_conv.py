@@ -21,8 +21,12 @@ from onnxplug_numba.kernels import depthwise as kdepthwise
 from onnxplug_numba.threads import ThreadControl
 
 
-#: Convs smaller than this (multiply-adds) run on the calling thread: a hand-off costs more.
-_SHARE_MIN_MACS = 1_000_000
+#: Convs smaller than this (multiply-adds) run on the calling thread. Sharing one costs two thread
+#: wake-ups (tens of microseconds each on a virtual CPU that halts when idle) plus GIL hand-offs,
+#: and two threads also share the memory bandwidth a small-K product is bound by: measured on the
+#: 2-vCPU benchmark machine, convs of 4-20M multiply-adds ran 0.45-0.9x as fast on two threads as
+#: on one, those of 100M+ 1.3-1.5x as fast.
+_SHARE_MIN_MACS = 32_000_000
 
 
 def decode(value: Any) -> Any:
