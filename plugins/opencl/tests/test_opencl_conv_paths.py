@@ -247,3 +247,47 @@ def test_profiling_records_each_launch(prt, rng):
     assert len(rows) == 2 and rows[0][2] >= rows[1][2]
     assert profiling.collect(prt) == []
 
+
+
+@pytest.mark.parametrize("a_shape,k,n", [((2, 7, 33), 33, 50), ((1, 3, 20), 20, 17), ((130, 64), 64, 1)], ids=str)
+def test_packed_weights_matmul_engine(prt, rng, a_shape, k, n):
+    """``x @ W`` with W packed once and x read in place, with column bias, residual and Clip, against numpy."""
+    from onnxplug_opencl.engine.packed_matmul import matmul_packed, pack_columns
+    from onnxplug_opencl.runtime import profiling
+
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    res = rng.standard_normal(a_shape[:-1] + (n,)).astype(np.float32)
+    epi = Epilogue(bias=prt.to_device(bias), bias_sm=0, bias_sn=1, residual=prt.to_device(res), activation="clip",
+                   clip=(-1.0, 2.0))
+    profiling.reset(prt)
+    got = matmul_packed(prt, prt.to_device(a), pack_columns(prt, w), epi).get()
+    assert [item.label.split()[0] for item in profiling.collect(prt)] == ["gemm_packed"]
+    np.testing.assert_allclose(got, np.clip(a @ w + bias + res, -1.0, 2.0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_layers_through_a_session(rng, dtype):
+    """MatMul with constant weights (alone, + bias + Relu, + residual) against onnxruntime; a 1-D
+    input falls back to the plain GEMM."""
+    x = rng.standard_normal((2, 9, 24)).astype(dtype)
+    v = rng.standard_normal(24).astype(dtype)
+    inits = {"w1": rng.standard_normal((24, 40)).astype(dtype), "b1": rng.standard_normal(40).astype(dtype),
+             "w2": rng.standard_normal((40, 24)).astype(dtype), "w3": rng.standard_normal((24, 5)).astype(dtype)}
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["o"]),
+             helper.make_node("Add", ["o", "x"], ["y"]), helper.make_node("MatMul", ["y", "w3"], ["z"]),
+             helper.make_node("MatMul", ["v", "w3"], ["u"])]
+    model = make_model(nodes, {"x": x, "v": v}, ["y", "z", "u"], inits)
+    if dtype == np.float64:  # numpy as the oracle, every node on opencl
+        so = ort.SessionOptions()
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        y, z, u = ort.InferenceSession(model, so, providers=["opencl"]).run(None, {"x": x, "v": v})
+        want_y = np.maximum(x @ inits["w1"] + inits["b1"], 0) @ inits["w2"] + x
+        np.testing.assert_allclose(y, want_y, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(z, want_y @ inits["w3"], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(u, v @ inits["w3"], rtol=1e-10, atol=1e-10)
+        return
+    got, want, _ = run_both(model, {"x": x, "v": v})
+    assert_close(got, want, rtol=1e-4, atol=1e-4)

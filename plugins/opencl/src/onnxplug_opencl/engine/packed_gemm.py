@@ -89,12 +89,14 @@ def pick_panel_tiles(m: int, n: int, k: int, batch: int, units: int) -> PanelTil
 
 @dataclass
 class PanelOperand:
-    """A packed operand: buffer, element offset and the two batch strides (in elements)."""
+    """A packed operand: buffer, element offset and the two batch strides (in elements). An A
+    operand with ``rows_ld`` set is not packed but row-major with that row stride."""
 
     array: Any
     offset: int = 0
     s1: int = 0
     s2: int = 0
+    rows_ld: int = 0
 
 
 def gemm_packed(runtime: ClRuntime, m: int, n: int, k: int, a: PanelOperand, b: PanelOperand, c: Any,
@@ -103,11 +105,14 @@ def gemm_packed(runtime: ClRuntime, m: int, n: int, k: int, a: PanelOperand, b: 
     """Enqueue ``C[b1, b2] = act(A[b1, b2] @ B[b1, b2] + bias + residual)`` on packed A and B.
 
     ``c`` is the output array (row stride ``ldc``, batch strides ``c_s1``/``c_s2``); the epilogue's
-    bias has one value per row (``bias_s2`` between inner batch entries), and alpha/beta are 1.
+    bias has one value per row (strides (1, 0), ``bias_s2`` between inner batch entries) or per
+    column (strides (0, 1)), and alpha/beta are 1.
     """
     epi = epilogue or Epilogue()
-    if epi.alpha != 1.0 or epi.beta != 1.0 or (epi.bias is not None and (epi.bias_sm, epi.bias_sn) != (1, 0)):
-        raise ValueError("the packed GEMM applies a per-row bias only, without alpha or beta")
+    col_bias = epi.bias is not None and (epi.bias_sm, epi.bias_sn) == (0, 1)
+    if epi.alpha != 1.0 or epi.beta != 1.0 or \
+            (epi.bias is not None and not col_bias and (epi.bias_sm, epi.bias_sn) != (1, 0)):
+        raise ValueError("the packed GEMM applies a bias per row or per column, without alpha or beta")
     nb1, nb2 = batch
     if m == 0 or n == 0 or k == 0 or nb1 * nb2 == 0:
         raise ValueError(f"packed GEMM needs non-empty operands, got {m}x{k} by {k}x{n}, batch {batch}")
@@ -117,7 +122,9 @@ def gemm_packed(runtime: ClRuntime, m: int, n: int, k: int, a: PanelOperand, b: 
     cfg = tiles or pick_panel_tiles(m, n, k, nb1 * nb2, max(1, runtime.entry.compute_units))
     options = ["-DREAL=double", "-DREAL_IS_DOUBLE"] if dtype == np.float64 else ["-DREAL=float"]
     options += [f"-DTM={cfg.tm}", f"-DTN={cfg.tn}", f"-DKC={KC}", f"-DRM={RM}", "-cl-mad-enable"]
-    for flag, on in (("HAS_BIAS", epi.bias is not None), ("HAS_RESIDUAL", epi.residual is not None),
+    for flag, on in (("A_ROWS", a.rows_ld > 0), ("HAS_BIAS", epi.bias is not None and not col_bias),
+                     ("HAS_COL_BIAS", col_bias),
+                     ("HAS_RESIDUAL", epi.residual is not None),
                      ("ACT_RELU", epi.activation == "relu"), ("ACT_CLIP", epi.activation == "clip")):
         if on:
             options.append(f"-D{flag}")
@@ -129,7 +136,7 @@ def gemm_packed(runtime: ClRuntime, m: int, n: int, k: int, a: PanelOperand, b: 
     info = np.finfo(dtype)
     groups = (panel_count(n, cfg.tn), panel_count(m, cfg.tm), nb1 * nb2)
     runtime.launch(kernel, groups, (1, 1, 1), i32(m), i32(n), i32(k),
-                   a.array.base_data, i32(a.array.offset // item + a.offset), i32(a.s1), i32(a.s2),
+                   a.array.base_data, i32(a.array.offset // item + a.offset), i32(a.rows_ld), i32(a.s1), i32(a.s2),
                    b.array.base_data, i32(b.array.offset // item + b.offset), i32(b.s1), i32(b.s2),
                    c.base_data, i32(c.offset // item + c_offset), i32(ldc), i32(c_s1), i32(c_s2), i32(nb2),
                    bias.base_data, i32(bias.offset // item + epi.bias_offset), i32(epi.bias_s2),

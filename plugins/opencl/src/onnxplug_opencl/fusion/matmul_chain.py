@@ -15,6 +15,7 @@ from onnxplug_sdk import Capability, FusedSubgraph, GraphView, Kernel, KernelCon
 
 from onnxplug_opencl.engine.elementwise import ElementwiseProgram, View
 from onnxplug_opencl.engine.gemm import Epilogue
+from onnxplug_opencl.engine.packed_matmul import matmul_packed, pack_columns
 from onnxplug_opencl.fusion.conv_chain import activation_of, only_reader, tail_program
 
 _PREFIX = "opencl_matmul_chain_"
@@ -73,6 +74,7 @@ class MatMulChainKernel(Kernel):
         self.bias_name = _bias_of(self.add, product, subgraph.view)
         self.other = self.add.inputs[1] if self.add.inputs[0] == product else self.add.inputs[0]
         self._tail: ElementwiseProgram | None = None
+        self.packed_b = pack_columns(self.rt, subgraph.view.constant(self.matmul.inputs[1]))
 
     def compute(self, *values: Any) -> Any:
         """The chain's output."""
@@ -97,4 +99,8 @@ class MatMulChainKernel(Kernel):
             return out
         if self.activation is not None:
             epi.activation, epi.clip = self.activation
+        if self.packed_b is not None:
+            out = matmul_packed(self.rt, a, self.packed_b, epi)
+            if out is not None:
+                return out
         return matmul(self.rt, a, b, epilogue=epi)

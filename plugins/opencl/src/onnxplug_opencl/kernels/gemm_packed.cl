@@ -14,7 +14,10 @@
 // are kept in C and the epilogue runs on the last chunk.
 //
 // Build options: -DREAL=float|double -DTM -DTN -DKC -DRM (4 or 6), optionally -DHAS_BIAS
-// (one value per row, bias_s2 between inner batch entries), -DHAS_RESIDUAL, -DACT_RELU, -DACT_CLIP.
+// (one value per row, bias_s2 between inner batch entries) or -DHAS_COL_BIAS (one per column: a
+// linear layer's bias), -DHAS_RESIDUAL, -DACT_RELU, -DACT_CLIP.
+//
+// -DA_ROWS: A is an unpacked row-major matrix (row stride lda): activations times packed weights.
 
 #if defined(REAL_IS_DOUBLE)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -35,14 +38,29 @@ typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
 #endif
 
 #define ACC(r) REAL8 c##r##0 = (REAL8)0, c##r##1 = (REAL8)0;
-#define MAC(r) { const REAL a = ap[r]; c##r##0 += a * b0; c##r##1 += a * b1; }
-#define MAC_HALF(r) { c##r##0 += ap[r] * b0; }
+#ifdef A_ROWS
+// A row-major (lda): the micro-tile's RM rows are read in place, one pointer each (rows past M
+// repeat row M-1; their results are never stored).
+#define A_AT(r) a##r[kk]
+#define A_NEXT
+#define A_ROW(r) __global const REAL* a##r = A + (long)min(m + (r), M - 1) * lda + k0;
+#else
+#define A_AT(r) ap[r]
+#define A_NEXT ap += RM;
+#define A_ROW(r)
+#endif
+#define MAC(r) { const REAL a = A_AT(r); c##r##0 += a * b0; c##r##1 += a * b1; }
+#define MAC_HALF(r) { c##r##0 += A_AT(r) * b0; }
 #define STORE_ROW(r) store_row(C, ldc, m + (r), n, M, N, c##r##0, c##r##1, last, first, bias, residual, \
                                act_lo, act_hi)
 
-inline REAL8 finish(REAL8 v, const REAL b, __global const REAL* residual, const REAL act_lo, const REAL act_hi) {
+inline REAL8 finish(REAL8 v, const REAL b, __global const REAL* col_bias, __global const REAL* residual,
+                    const REAL act_lo, const REAL act_hi) {
 #ifdef HAS_BIAS
     v += b;
+#endif
+#ifdef HAS_COL_BIAS
+    v += LOAD8(col_bias);
 #endif
 #ifdef HAS_RESIDUAL
     v += LOAD8(residual);
@@ -70,8 +88,8 @@ inline void store_row(__global REAL* C, const int ldc, const int m, const int n,
     if (n + RN <= N) {
         if (!first) { v0 += LOAD8(cp); v1 += LOAD8(cp + 8); }
         if (last) {
-            v0 = finish(v0, b, rp, act_lo, act_hi);
-            v1 = finish(v1, b, rp + 8, act_lo, act_hi);
+            v0 = finish(v0, b, bias + n, rp, act_lo, act_hi);
+            v1 = finish(v1, b, bias + n + 8, rp + 8, act_lo, act_hi);
         }
         STORE8(v0, cp);
         STORE8(v1, cp + 8);
@@ -87,6 +105,9 @@ inline void store_row(__global REAL* C, const int ldc, const int m, const int n,
         if (last) {
 #ifdef HAS_BIAS
             v += b;
+#endif
+#ifdef HAS_COL_BIAS
+            v += bias[n + j];
 #endif
 #ifdef HAS_RESIDUAL
             v += rp[j];
@@ -104,7 +125,7 @@ inline void store_row(__global REAL* C, const int ldc, const int m, const int n,
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_packed(const int M, const int N, const int K,
-                 __global const REAL* restrict A, const int a_off, const int sa1, const int sa2,
+                 __global const REAL* restrict A, const int a_off, const int lda, const int sa1, const int sa2,
                  __global const REAL* restrict B, const int b_off, const int sb1, const int sb2,
                  __global REAL* restrict C, const int c_off, const int ldc, const int sc1, const int sc2,
                  const int nb2, __global const REAL* restrict bias, const int bias_off, const int bs2,
@@ -114,7 +135,7 @@ void gemm_packed(const int M, const int N, const int K,
     A += a_off + b1 * sa1 + b2 * sa2;
     B += b_off + b1 * sb1 + b2 * sb2;
     C += c_off + b1 * sc1 + b2 * sc2;
-#ifdef HAS_BIAS
+#if defined(HAS_BIAS) || defined(HAS_COL_BIAS)
     bias += bias_off + b2 * bs2;
 #endif
 #ifdef HAS_RESIDUAL
@@ -134,6 +155,10 @@ void gemm_packed(const int M, const int N, const int K,
             for (int ir = 0; ir < panels_m; ir++) {
                 const int m = m0 + ir * RM;
                 __global const REAL* ap = A + ((long)(m / RM) * K + k0) * RM;
+                A_ROW(0) A_ROW(1) A_ROW(2) A_ROW(3)
+#if RM > 4
+                A_ROW(4) A_ROW(5)
+#endif
                 __global const REAL* bp = bpanel;
                 ACC(0) ACC(1) ACC(2) ACC(3)
 #if RM > 4
@@ -146,7 +171,7 @@ void gemm_packed(const int M, const int N, const int K,
 #if RM > 4
                         MAC(4) MAC(5)
 #endif
-                        ap += RM;
+                        A_NEXT
                         bp += RN;
                     }
                 } else {  // a last panel of at most 8 columns (49 = 3*16 + 1): half the multiply-adds
@@ -156,7 +181,7 @@ void gemm_packed(const int M, const int N, const int K,
 #if RM > 4
                         MAC_HALF(4) MAC_HALF(5)
 #endif
-                        ap += RM;
+                        A_NEXT
                         bp += RN;
                     }
                 }
@@ -168,3 +193,4 @@ void gemm_packed(const int M, const int N, const int K,
         }
     }
 }
+

@@ -10,6 +10,7 @@ from onnxplug_sdk import GraphView, Node
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.engine.gemm import Epilogue, Operand, gemm
+from onnxplug_opencl.engine.packed_matmul import matmul_packed, pack_columns
 from onnxplug_opencl.ops._base import ClKernel
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
@@ -98,7 +99,15 @@ class MatMul(ClKernel):
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
         return _float_only(node, view)
 
+    def __init__(self, node: Node, context: Any) -> None:
+        super().__init__(node, context)
+        self.packed_b = pack_columns(self.rt, self.constant(1))
+
     def compute(self, a: Any, b: Any) -> Any:
+        if self.packed_b is not None:
+            out = matmul_packed(self.rt, a, self.packed_b)
+            if out is not None:
+                return out
         return matmul(self.rt, a, b)
 
 
