@@ -80,6 +80,8 @@ def pick_panel_tiles(m: int, n: int, k: int, batch: int, units: int) -> PanelTil
         for tn in TILE_COLUMNS:
             if (tm != TILE_ROWS[-1] and tm // 2 >= mp) or (tn != TILE_COLUMNS[-1] and tn // 2 >= np_):
                 continue  # half the tile already covers every panel
+            if np_ <= 64 and tn < np_:
+                continue  # few columns: one column tile, so each row of A (long weights) is read once
             cost = _tile_cost(m, n, k, min(batch, 4 * units), tm, tn, units) * max(1, batch / (4 * units))
             if best is None or cost < best[0]:
                 best = (cost, PanelTiles(tm, tn))
