@@ -69,3 +69,38 @@ def test_bias_from_a_graph_input_is_not_fused():
     got, session = run_numba(model, feeds)
     assert len(session._plan.steps) == 2
     assert_close(got, run_onnxruntime(model, feeds))
+
+
+def test_chain_around_a_fused_pair():
+    """a = x * 2; q = a @ w + bias (one fused pair); y = relu(a + q): elementwise nodes on both
+    sides of the pair (the provider hands the pair to the chain finder as a fixed group)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    inits = [onnx.numpy_helper.from_array(rng.standard_normal((6, 6)).astype(np.float32), "w"),
+             onnx.numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "bias"),
+             onnx.numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    nodes = [helper.make_node("Mul", ["x", "two"], ["a"]), helper.make_node("MatMul", ["a", "w"], ["p"]),
+             helper.make_node("Add", ["p", "bias"], ["q"]), helper.make_node("Add", ["a", "q"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    got, session = run_numba(model, {"x": x})
+    assert any(s.kind == "fused" and s.name.startswith("numba_matmul_bias") for s in session._plan.steps)
+    assert_close(got, run_onnxruntime(model, {"x": x}))
+
+
+def test_dead_elementwise_chain_runs_as_single_nodes():
+    """A chain whose values nobody reads (dead code kept in the graph) has no output to fuse for."""
+    rng = np.random.default_rng(3)
+    x = np.abs(rng.standard_normal((3, 5))).astype(np.float32)
+    nodes = [helper.make_node("Sqrt", ["x"], ["unused_a"]), helper.make_node("Neg", ["unused_a"], ["unused_b"]),
+             helper.make_node("Relu", ["x"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    got, session = run_numba(model, {"x": x})
+    assert all(s.outputs for s in session._plan.steps)
+    assert_close(got, run_onnxruntime(model, {"x": x}))

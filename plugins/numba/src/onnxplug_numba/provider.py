@@ -82,7 +82,27 @@ class NumbaProvider(CompilingProvider):
             from onnxplug_numba.subgraph_types import TypedView
 
             rest = TypedView(rest)
-        return claims + super().get_capability(rest)
+        # the groups above are passed on, so that no chain forms a cycle through one of them
+        others = super().get_capability(rest, fixed_groups=[c.nodes for c in claims])
+        return claims + [c for claim in others for c in self._without_dead_chain(claim, rest)]
+
+    def _without_dead_chain(self, claim: Capability, view: GraphView) -> list[Capability]:
+        """A chain none of whose values is read (dead code the graph still holds) as single nodes:
+        a fused step must have an output."""
+        if not claim.fused:
+            return [claim]
+        inside = {id(n) for n in claim.nodes}
+        for node in claim.nodes:
+            for out in node.outputs:
+                if out and (out in view.graph_outputs or any(id(r) not in inside for r in view.consumers(out))):
+                    return [claim]
+        singles = []
+        for node in claim.nodes:
+            kernel = self.resolve_kernel(node)
+            if kernel is None or not kernel.supports(node, view):
+                return [claim]
+            singles.append(Capability((node,)))
+        return singles
 
     def compile(self, subgraph: FusedSubgraph, context: KernelContext) -> Kernel:
         """One kernel for a claimed group: a fused conv, or a generated elementwise loop."""
