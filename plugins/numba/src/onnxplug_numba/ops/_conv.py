@@ -27,6 +27,9 @@ from onnxplug_numba.threads import ThreadControl
 #: 2-vCPU benchmark machine, convs of 4-20M multiply-adds ran 0.45-0.9x as fast on two threads as
 #: on one, those of 100M+ 1.3-1.5x as fast.
 _SHARE_MIN_MACS = 32_000_000
+#: The same for depthwise convs, which do ~10x less work per multiply-add than a BLAS product does
+#: (one measured at 4M multiply-adds, 0.35 ms, still ran slower on two threads).
+_SHARE_MIN_DEPTHWISE_MACS = 8_000_000
 
 
 def decode(value: Any) -> Any:
@@ -128,7 +131,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     macs = n * m * oh * ow * cg * kh * kw
     if cg == 1 and group == c:
         resid = res if res is not None else y
-        grain = n * m if macs < _SHARE_MIN_MACS else 1
+        grain = n * m if macs < _SHARE_MIN_DEPTHWISE_MACS else 1
         threads.run(lambda lo, hi: kdepthwise.depthwise_phased(
             x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw, begin[0], begin[1], y, lo, hi),
             n * m, grain)
