@@ -74,3 +74,31 @@ def test_missing_outer_value_is_not_blamed_on_a_kernel():
     runner = sess._compile_subgraph(sess._model.graph.nodes[0].attr("else_branch"))
     with pytest.raises(KeyError, match="'x'"):
         runner([], {})
+
+
+class _Recorder:
+    """A kernel stand-in for a hand-built plan: records what it is called with."""
+
+    wants_scope = False
+
+    def __init__(self, result=None):
+        self.calls = []
+        self.result = result
+
+    def compute(self, *args):
+        self.calls.append(args)
+        return self.result(*args) if self.result else None
+
+
+def test_a_step_without_outputs_still_runs():
+    from onnxplug.executor import Plan, Step
+
+    provider = ort.InferenceSession(_if_model_with_bad_reshape(), providers=["numpy"])._providers[0]
+    double, watch = _Recorder(lambda x: x * 2), _Recorder()
+    steps = [Step("double", "node", provider, ["x"], ["y"], double),
+             Step("watch", "fused", provider, ["y"], [], watch)]
+    plan = Plan(steps, {}, ["x"], {"y": "y"}, [])
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(run_plan(plan, {"x": x})["y"], 2 * x)
+    assert len(watch.calls) == 1
+    np.testing.assert_array_equal(watch.calls[0][0], 2 * x)

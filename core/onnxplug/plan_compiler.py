@@ -122,7 +122,9 @@ def _generate(plan: Plan) -> tuple[str, dict[str, Any], dict[int, int]]:
             else:
                 call = f"k{index}({args})"
         targets = [ident(o) if o else "_" for o in step.outputs]
-        if len(targets) == 1:
+        if not targets:  # a step whose outputs nothing reads (kept for its checks)
+            emit(call, index)
+        elif len(targets) == 1:
             emit(f"{targets[0]} = {call}", index)
             if targets[0] != "_":
                 emit(f"if {targets[0]}.__class__ is tuple: {targets[0]} = _first({targets[0]})", index)
