@@ -65,10 +65,9 @@ def blas_threads() -> int | None:
 class ThreadControl:
     """Runs a kernel's work on ``count`` threads: the calling thread plus a shared pool.
 
-    Compiled kernels release the GIL (``nogil=True``) and are called on slices of the work, so
-    all parallelism is this pool's: numba's own thread pool is not used, and OpenBLAS runs one
-    thread per call. No thread of one library then spins while another library's threads need
-    the cores, which on a small machine costs more than any kernel.
+    Compiled kernels release the GIL (``nogil=True``) and are called on slices of the work, and
+    OpenBLAS runs one thread per call, so no library's own threads compete with the pool's.
+    (Float32 convs share their work in numba prange regions instead: kernels/native_parallel.py.)
     """
 
     def __init__(self, requested: int) -> None:

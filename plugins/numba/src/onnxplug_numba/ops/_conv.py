@@ -5,6 +5,8 @@ unpadded stride-1 1x1 convs; im2col (numba) + BLAS for the rest. Bias, a residua
 activation are applied in one compiled epilogue. 1-D convs run as 2-D with a height of 1.
 Threads split the output into (image, band of rows) tiles; each tile does its own im2col,
 single-threaded BLAS product and epilogue, so the cores never wait on each other's libraries.
+Float32 pointwise, depthwise and stride-1 convs are split the same way inside numba prange regions
+(kernels/native_parallel.py), which hand work to the other threads far more cheaply.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from onnxplug_sdk import Node, resolve_pads
 
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.kernels import depthwise as kdepthwise
+from onnxplug_numba.kernels import native_parallel
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -30,6 +33,9 @@ _SHARE_MIN_MACS = 32_000_000
 #: The same for depthwise convs, which do ~10x less work per multiply-add than a BLAS product does
 #: (one measured at 4M multiply-adds, 0.35 ms, still ran slower on two threads).
 _SHARE_MIN_DEPTHWISE_MACS = 8_000_000
+#: Float32 pointwise and depthwise convs from this size share their work in a numba ``prange``
+#: region instead (kernels/native_parallel.py), whose hand-off costs microseconds, not tens of them.
+_NATIVE_MIN_MACS = 1_000_000
 
 
 def decode(value: Any) -> Any:
@@ -129,8 +135,14 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     code, alpha, beta = act
     threads.blas()
     macs = n * m * oh * ow * cg * kh * kw
+    native = native_parallel.AVAILABLE and threads.parallel and dtype == np.float32 and macs >= _NATIVE_MIN_MACS
     if cg == 1 and group == c:
         resid = res if res is not None else y
+        if native:
+            count = native_parallel.use_threads(threads.count)
+            native_parallel.depthwise_conv(x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw,
+                                           begin[0], begin[1], y, min(n * m, 4 * count))
+            return y.reshape((n, m, ow)) if one_d else y
         grain = n * m if macs < _SHARE_MIN_DEPTHWISE_MACS else 1
         threads.run(lambda lo, hi: kdepthwise.depthwise_phased(
             x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw, begin[0], begin[1], y, lo, hi),
@@ -142,12 +154,26 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     r3 = res.reshape(n, m, oh * ow) if res is not None else None
     pointwise = kh == kw == 1 and sh == sw == 1 and not any(begin) and not any(end)
     epilogue = bias is not None or res is not None or code != 0
+    if native and pointwise and group == 1:
+        count = native_parallel.use_threads(threads.count)
+        p = oh * ow
+        bands = max(1, min(-(-4 * count // n), p // 64))  # a few items per thread, 64+ columns each
+        native_parallel.pointwise_conv(wmat[0], x4.reshape(n, c, p), b, r3 if r3 is not None else y3,
+                                       r3 is not None, code, alpha, beta, y3, bands)
+        return y.reshape((n, m, ow)) if one_d else y
     # work items: (image, first output row, end row); one image splits into row bands when the
     # batch alone cannot keep every thread busy
     bands = max(1, min(oh, -(-threads.count // n))) if macs >= _SHARE_MIN_MACS else 1
     items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
     pitch = max(wd + begin[1], ow + (kw - 1) * dw)
     if not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow:  # few wasted columns
+        # (small images stay on the pool: row bands of 1-3 rows made BLAS pack the weights per band)
+        if native and (n > 1 or oh * ow >= 256):
+            count = native_parallel.use_threads(threads.count)
+            bands = max(1, min(oh // 4, -(-2 * count // n)))  # two items per thread, 4+ rows a band
+            native_parallel.pitched_conv(x4, wmat, b, res if res is not None else y, res is not None, code, alpha,
+                                         beta, kh, kw, dh, dw, begin[0], begin[1], y, bands)
+            return y.reshape((n, m, ow)) if one_d else y
         pitched_conv(x4, wmat, (kh, kw), b, r3, (code, alpha, beta), (sh, dh, dw), begin, (oh, ow), y, items,
                      threads, 1 if macs >= _SHARE_MIN_MACS else len(items))
         return y.reshape((n, m, ow)) if one_d else y

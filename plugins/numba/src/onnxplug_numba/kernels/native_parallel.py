@@ -1,0 +1,198 @@
+"""Parallel conv kernels that hand work to other threads without Python: numba ``prange`` regions
+(its OpenMP layer, whose idle workers spin briefly before sleeping) calling OpenBLAS's ``sgemm``
+directly through ctypes.
+
+Why: handing a chunk to a Python pool thread costs two wake-ups of a halted virtual CPU plus GIL
+hand-offs, tens of microseconds each, which is more than half of most convs of a small model at
+batch 1 (those were measured slower on two threads than on one). Inside a ``prange`` region no
+thread needs the GIL, and back-to-back regions find the workers still awake.
+
+float32 only (the BLAS entry point is typed); OpenBLAS must run one thread per call (the provider
+pins it), since both threads call it at once. Used only with a thread-safe numba threading layer
+(OpenMP or TBB). GNU OpenMP does not survive ``fork``: a child process forked after a parallel
+conv must not run one (``spawn`` or ``forkserver`` start methods are fine).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from onnxplug_numba.kernels.conv import _finish_row
+from onnxplug_numba.kernels.depthwise import depthwise_phased
+
+_ROW_MAJOR, _NO_TRANS = 101, 111
+
+
+def _find_sgemm() -> str | None:
+    """Load numpy's bundled OpenBLAS for the JIT linker; the name of its ``cblas_sgemm`` with 64-bit
+    integers, or None."""
+    libs_dir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs_dir, "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in ("scipy_cblas_sgemm64_", "cblas_sgemm64_"):
+            if hasattr(lib, symbol):
+                # by name, not by address: compiled kernels that call it can then be cached on disk
+                llvm.load_library_permanently(path)
+                return symbol
+    return None
+
+
+def _threadsafe_layer() -> bool:
+    """Whether numba will run prange regions on a layer that allows launches from several threads
+    at once (OpenMP or TBB; the fallback "workqueue" aborts the process on concurrent launches)."""
+    if numba.config.THREADING_LAYER not in ("default", "safe", "threadsafe", "omp", "tbb"):
+        return False
+    for module in ("numba.np.ufunc.tbbpool", "numba.np.ufunc.omppool"):
+        try:
+            __import__(module)
+            return True
+        except ImportError:
+            continue
+    return False
+
+
+_SGEMM = _find_sgemm()
+#: Whether the parallel kernels can run here: a reachable 64-bit-integer OpenBLAS sgemm and a
+#: thread-safe numba threading layer.
+AVAILABLE = _SGEMM is not None and _threadsafe_layer()
+
+
+@intrinsic
+def _sgemm(typingctx, m, n, k, a, lda, b, ldb, c, ldc):  # type: ignore[no-untyped-def]
+    """cblas_sgemm(RowMajor, NoTrans, NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc); a, b, c are
+    addresses (uintp)."""
+    sig = types.void(m, n, k, a, lda, b, ldb, c, ldc)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        i32, i64, f32, ptr = ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _SGEMM)
+        m_, n_, k_, a_, lda_, b_, ldb_, c_, ldc_ = (
+            context.cast(builder, v, t, types.int64) for v, t in zip(args, signature.args))
+        builder.call(fn, [ir.Constant(i32, _ROW_MAJOR), ir.Constant(i32, _NO_TRANS), ir.Constant(i32, _NO_TRANS),
+                          m_, n_, k_, ir.Constant(f32, 1.0), builder.inttoptr(a_, ptr), lda_,
+                          builder.inttoptr(b_, ptr), ldb_, ir.Constant(f32, 0.0), builder.inttoptr(c_, ptr), ldc_])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+if AVAILABLE:
+    @njit(nogil=True, cache=True)
+    def _product_columns(w, x, y, p0, p1):  # type: ignore[no-untyped-def]
+        """y[:, p0:p1] = w @ x[:, p0:p1] for C-contiguous float32 w (M, K), x (K, P), y (M, P)."""
+        m, k = w.shape
+        p = x.shape[1]
+        _sgemm(m, p1 - p0, k, w.ctypes.data, k, x.ctypes.data + 4 * p0, p, y.ctypes.data + 4 * p0, p)
+
+    @njit(nogil=True, parallel=True, fastmath={"contract"}, cache=True)
+    def pointwise_conv(w, x, bias, residual, has_residual, act, alpha, beta, y, bands):  # type: ignore[no-untyped-def]
+        """y[n] = act(w @ x[n] + bias (+ residual[n])) for x (N, K, P), w (M, K), y (N, M, P), as
+        N * ``bands`` (image, column band) items spread over the threads; each item runs its
+        product and then its epilogue while the band is still in the core's cache."""
+        n_img, m_ch, p = y.shape[0], y.shape[1], y.shape[2]
+        for item in prange(n_img * bands):
+            i = item // bands
+            band = item % bands
+            p0 = (p * band // bands) // 16 * 16  # BLAS works in panels of 16 columns
+            p1 = p if band == bands - 1 else (p * (band + 1) // bands) // 16 * 16
+            if p1 <= p0:
+                continue
+            _product_columns(w, x[i], y[i], p0, p1)
+            for m in range(m_ch):
+                _finish_row(y[i, m, p0:p1], bias[m], residual[i, m, p0:p1], has_residual, act, alpha, beta)
+
+    @njit(nogil=True, parallel=True, cache=True)
+    def depthwise_conv(x, w, bias, residual, has_residual, act, alpha, beta,
+                       sh, sw, dh, dw, ph, pw, y, chunks):  # type: ignore[no-untyped-def]
+        """The phase-plane depthwise kernel over ``chunks`` slices of the output planes."""
+        total = y.shape[0] * y.shape[1]
+        for c in prange(chunks):
+            depthwise_phased(x, w, bias, residual, has_residual, act, alpha, beta, sh, sw, dh, dw, ph, pw, y,
+                             total * c // chunks, total * (c + 1) // chunks)
+
+
+def use_threads(count: int) -> int:
+    """Set how many threads the next ``prange`` region of this thread uses; returns that number
+    (at most numba's pool size)."""
+    count = max(1, min(count, numba.config.NUMBA_NUM_THREADS))
+    if numba.get_num_threads() != count:
+        numba.set_num_threads(count)
+    return count
+
+
+if AVAILABLE:
+    @njit(inline="always")
+    def _pad_band(x, i, r0, ph, pw, padded):  # type: ignore[no-untyped-def]
+        """padded (C, hb, wp) = rows r0 - ph ... of image ``i`` of x, zero-padded (rows out of range
+        and the margins stay zero)."""
+        channels, height, width = x.shape[1], x.shape[2], x.shape[3]
+        hb = padded.shape[1]
+        for ch in range(channels):
+            for t in range(hb):
+                src_row = r0 + t - ph
+                if 0 <= src_row < height:
+                    src = x[i, ch, src_row]
+                    dst = padded[ch, t, pw:]
+                    for k in range(width):
+                        dst[k] = src[k]
+
+    @njit(nogil=True, parallel=True, fastmath={"contract"}, cache=True)
+    def pitched_conv(x, wmat, bias, residual, has_residual, act, alpha, beta,
+                     kh, kw, dh, dw, ph, pw, y, bands):  # type: ignore[no-untyped-def]
+        """Stride-1 conv as im2col + sgemm over a zero-padded band of rows with the row pitch ``wp``
+        (tap (c, i, j) of output element ``e = yo * wp + xo`` is at ``offset(c, i, j) + e``, so each
+        im2col row is one contiguous copy), for N * ``bands`` (image, row band) items spread over
+        the threads; x (N, C, H, W), wmat (group, M/group, C/group*kh*kw), y (N, M, OH, OW)."""
+        n_img, channels, width = x.shape[0], x.shape[1], x.shape[3]
+        group, mg, depth = wmat.shape
+        cg = channels // group
+        oh, ow = y.shape[2], y.shape[3]
+        wp = max(width + pw, ow + (kw - 1) * dw)
+        taps = kh * kw
+        for item in prange(n_img * bands):
+            i = item // bands
+            band = item % bands
+            r0 = oh * band // bands
+            r1 = oh * (band + 1) // bands
+            if r1 <= r0:
+                continue
+            rows = r1 - r0
+            hb = rows + (kh - 1) * dh + 1  # one slack row: the extra columns of the last row read past it
+            padded = np.zeros((channels, hb, wp), dtype=x.dtype)
+            _pad_band(x, i, r0, ph, pw, padded)
+            flat = padded.ravel()
+            count = rows * wp
+            cols = np.empty((depth, count), dtype=x.dtype)
+            product = np.empty((mg, count), dtype=x.dtype)
+            for g in range(group):
+                for r in range(depth):
+                    ch = g * cg + r // taps
+                    off = (ch * hb + ((r % taps) // kw) * dh) * wp + (r % kw) * dw
+                    src = flat[off:off + count]
+                    dst = cols[r]
+                    for e in range(count):
+                        dst[e] = src[e]
+                _sgemm(mg, count, depth, wmat[g].ctypes.data, depth, cols.ctypes.data, count,
+                       product.ctypes.data, count)
+                for m in range(mg):
+                    out_ch = g * mg + m
+                    for yo in range(rows):
+                        row = y[i, out_ch, r0 + yo]
+                        src = product[m, yo * wp:yo * wp + ow]
+                        for k in range(ow):
+                            row[k] = src[k]
+                        _finish_row(row, bias[out_ch], residual[i, out_ch, r0 + yo], has_residual, act, alpha, beta)

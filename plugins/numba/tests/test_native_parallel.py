@@ -1,0 +1,69 @@
+"""Float32 pointwise, depthwise and stride-1 (pitched im2col) convs shared in numba prange regions (kernels/native_parallel.py),
+against onnxruntime, with the fused residual and activation."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from numba_test_helpers import assert_close, node_model, run_numba, run_onnxruntime
+
+native_parallel = pytest.importorskip("onnxplug_numba.kernels.native_parallel")
+pytestmark = pytest.mark.skipif(not native_parallel.AVAILABLE or numba.config.NUMBA_NUM_THREADS < 2,
+                                reason="no OpenBLAS sgemm, thread-safe numba layer or second CPU")
+
+
+def _spy(monkeypatch, name: str) -> list[int]:
+    calls: list[int] = []
+    compiled = getattr(native_parallel, name)
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        calls.append(numba.get_num_threads())
+        return compiled(*args)
+
+    monkeypatch.setattr(native_parallel, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs,kernel", [
+    ((1, 16, 64, 64), (64, 16, 1, 1), {}, "pointwise_conv"),
+    ((3, 24, 30, 30), (40, 24, 1, 1), {}, "pointwise_conv"),  # column bands that are not multiples of 16
+    ((1, 32, 64, 64), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, "depthwise_conv"),
+    ((2, 64, 79, 79), (64, 1, 3, 3), {"group": 64, "pads": [1, 1, 1, 1], "strides": [2, 2]}, "depthwise_conv"),
+    ((1, 16, 32, 32), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),
+    ((1, 16, 40, 40), (32, 8, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2], "group": 2}, "pitched_conv"),
+    ((2, 64, 18, 18), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),  # one band per image
+    ((1, 8, 33, 35), (16, 8, 5, 3), {"pads": [2, 1, 2, 1]}, "pitched_conv"),
+])
+@pytest.mark.parametrize("activation", ["Relu", "Clip"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_shared_fused_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_shape, attrs, kernel, activation,
+                                               residual):
+    calls = _spy(monkeypatch, kernel)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
+    feeds = {"x": x}
+    if residual:  # the conv's output shape, from onnxruntime
+        plain = node_model("Conv", {"x": x}, initializers=init, **attrs)
+        out_shape = run_onnxruntime(plain, {"x": x})[0].shape
+        feeds["z"] = rng.standard_normal(out_shape).astype(np.float32)
+    extra = {"activation_params": [-0.5, 0.8]} if activation == "Clip" else {}
+    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation=activation,
+                       **attrs, **extra)
+    if residual:
+        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
+    got, _ = run_numba(model, feeds, threads=2)
+    assert calls == [2], calls  # one prange region, on two threads
+    # float32 sums of up to 576 products (magnitude ~25) before a clip to [-0.5, 0.8]: rounding
+    # differences of ~2e-5 against onnxruntime's summation order
+    assert_close(got, run_onnxruntime(model, feeds), atol=1e-4)
+
+
+def test_one_thread_does_not_use_prange(rng, monkeypatch):
+    calls = _spy(monkeypatch, "pointwise_conv")
+    x = rng.standard_normal((1, 16, 64, 64)).astype(np.float32)
+    model = node_model("Conv", {"x": x}, initializers={"w": rng.standard_normal((64, 16, 1, 1)).astype(np.float32)})
+    got, _ = run_numba(model, {"x": x}, threads=1)
+    assert calls == []
+    assert_close(got, run_onnxruntime(model, {"x": x}))
