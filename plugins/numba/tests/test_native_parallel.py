@@ -67,3 +67,30 @@ def test_one_thread_does_not_use_prange(rng, monkeypatch):
     got, _ = run_numba(model, {"x": x}, threads=1)
     assert calls == []
     assert_close(got, run_onnxruntime(model, {"x": x}))
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((300, 128), (128, 96)),  # row bands
+    ((16, 512), (512, 1024)),  # few rows: column bands of 16+ columns
+    ((3, 100, 64), (64, 300)),  # leading axes flattened into rows
+    ((2, 50, 200), (200, 130)),  # a column count that is not a multiple of 16
+])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, with_bias):
+    from onnx import TensorProto, helper
+    import onnx
+
+    calls = _spy(monkeypatch, "matmul_bias")
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    inits = [onnx.numpy_helper.from_array(rng.standard_normal(b_shape).astype(np.float32), "w")]
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["p" if with_bias else "y"])]
+    if with_bias:  # claimed as one fused MatMul + bias step
+        inits.append(onnx.numpy_helper.from_array(rng.standard_normal(b_shape[1]).astype(np.float32), "bias"))
+        nodes.append(helper.make_node("Add", ["p", "bias"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    got, _ = run_numba(model, {"a": a}, threads=2)
+    assert calls == [2], calls
+    assert_close(got, run_onnxruntime(model, {"a": a}), atol=1e-4)

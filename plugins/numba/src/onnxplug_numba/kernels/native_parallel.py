@@ -196,3 +196,36 @@ if AVAILABLE:
                         for k in range(ow):
                             row[k] = src[k]
                         _finish_row(row, bias[out_ch], residual[i, out_ch, r0 + yo], has_residual, act, alpha, beta)
+
+
+if AVAILABLE:
+    @njit(nogil=True, cache=True)
+    def _product_block(a, b, c, r0, r1, c0, c1):  # type: ignore[no-untyped-def]
+        """c[r0:r1, c0:c1] = a[r0:r1] @ b[:, c0:c1] for C-contiguous float32 a (M, K), b (K, N), c (M, N)."""
+        k = a.shape[1]
+        n = b.shape[1]
+        _sgemm(r1 - r0, c1 - c0, k, a.ctypes.data + 4 * r0 * k, k, b.ctypes.data + 4 * c0, n,
+               c.ctypes.data + 4 * (r0 * n + c0), n)
+
+    @njit(nogil=True, parallel=True, cache=True)
+    def matmul_bias(a, b, bias, has_bias, c, items, by_rows):  # type: ignore[no-untyped-def]
+        """c = a @ b (+ bias over the columns) for C-contiguous float32 a (M, K), b (K, N), c (M, N),
+        as ``items`` bands of rows (``by_rows``) or of columns (multiples of 16) over the threads;
+        each band gets its bias right after its product."""
+        m, n = c.shape
+        for item in prange(items):
+            if by_rows:
+                r0, r1 = m * item // items, m * (item + 1) // items
+                c0, c1 = 0, n
+            else:
+                r0, r1 = 0, m
+                c0 = (n * item // items) // 16 * 16
+                c1 = n if item == items - 1 else (n * (item + 1) // items) // 16 * 16
+            if r1 <= r0 or c1 <= c0:
+                continue
+            _product_block(a, b, c, r0, r1, c0, c1)
+            if has_bias:
+                for r in range(r0, r1):
+                    row = c[r]
+                    for j in range(c0, c1):
+                        row[j] += bias[j]

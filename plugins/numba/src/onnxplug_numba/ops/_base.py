@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from onnxplug_sdk import GraphView, Kernel, KernelContext, Node
 
+from onnxplug_numba.kernels import native_parallel
 from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
 
 FLOAT_TYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
@@ -75,6 +76,9 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return _with_bias(np.matmul(a, b), bias)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.ndim == 2 and a.dtype == b.dtype == np.float32 and native_parallel.AVAILABLE \
+            and math.prod(a.shape[:-1]) * k * n >= NATIVE_MIN_MACS:
+        return _native_matmul(a, b, bias, threads)
     # an upper bound of the batch size is enough to decide
     if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < SHARE_MIN_FLOPS:
         return _with_bias(np.matmul(a, b), bias)
@@ -96,6 +100,27 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
 
         threads.run(columns, n, max(32, n // (2 * threads.count)))
     return out
+
+
+#: Float32 products (with a 2-D right operand) from this many multiply-adds are shared in a numba
+#: prange region (kernels/native_parallel.py): hand-offs there cost microseconds, not tens of them.
+NATIVE_MIN_MACS = 1_000_000
+
+
+def _native_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, threads: ThreadControl) -> np.ndarray:
+    """a (..., M, K) @ b (K, N) as one (rows, K) product in bands over the threads."""
+    lead = a.shape[:-1]
+    rows = math.prod(lead)
+    a2 = np.ascontiguousarray(a).reshape(rows, a.shape[-1])
+    b2 = np.ascontiguousarray(b)
+    n = b2.shape[1]
+    out = np.empty((rows, n), dtype=np.float32)
+    count = native_parallel.use_threads(threads.count)
+    by_rows = rows >= 16 * count or rows >= n
+    items = max(1, min(2 * count, rows // 8 if by_rows else n // 16))  # bands of 8+ rows or 16+ columns
+    vector = np.ascontiguousarray(bias, dtype=np.float32) if bias is not None else out[0]
+    native_parallel.matmul_bias(a2, b2, vector, bias is not None, out, items, by_rows)
+    return out.reshape(*lead, n)
 
 
 def _with_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
