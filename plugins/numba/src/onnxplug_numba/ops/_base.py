@@ -76,8 +76,9 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return _with_bias(np.matmul(a, b), bias)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    # (C-contiguous operands only: a transposed weight, as Gemm's transB gives, would be copied per call)
     if b.ndim == 2 and a.dtype == b.dtype == np.float32 and native_parallel.AVAILABLE \
-            and math.prod(a.shape[:-1]) * k * n >= NATIVE_MIN_MACS:
+            and a.flags.c_contiguous and b.flags.c_contiguous and math.prod(a.shape[:-1]) * k * n >= NATIVE_MIN_MACS:
         return _native_matmul(a, b, bias, threads)
     # an upper bound of the batch size is enough to decide
     if 2 * m * n * k * max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]), 1) < SHARE_MIN_FLOPS:
@@ -111,8 +112,8 @@ def _native_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, thread
     """a (..., M, K) @ b (K, N) as one (rows, K) product in bands over the threads."""
     lead = a.shape[:-1]
     rows = math.prod(lead)
-    a2 = np.ascontiguousarray(a).reshape(rows, a.shape[-1])
-    b2 = np.ascontiguousarray(b)
+    a2 = a.reshape(rows, a.shape[-1])
+    b2 = b
     n = b2.shape[1]
     out = np.empty((rows, n), dtype=np.float32)
     count = native_parallel.use_threads(threads.count)
