@@ -94,3 +94,27 @@ def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, w
     got, _ = run_numba(model, {"a": a}, threads=2)
     assert calls == [2], calls
     assert_close(got, run_onnxruntime(model, {"a": a}), atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ((1, 64, 14, 14), (128, 64, 3, 3), {"pads": [1, 1, 1, 1]}),  # small image: channel blocks
+    ((1, 32, 7, 7), (100, 32, 3, 3), {"pads": [1, 1, 1, 1]}),  # channel blocks of uneven size
+    ((1, 3, 64, 64), (32, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),  # strided: row bands
+    ((2, 16, 40, 40), (32, 8, 3, 3), {"pads": [1, 0, 1, 2], "strides": [2, 1], "group": 2}),
+    ((1, 64, 60, 60), (96, 64, 1, 1), {"strides": [2, 2]}),  # strided 1x1
+])
+@pytest.mark.parametrize("residual", [False, True])
+def test_shared_im2col_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_shape, attrs, residual):
+    calls = _spy(monkeypatch, "im2col_conv")
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
+    feeds = {"x": x}
+    if residual:
+        out_shape = run_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})[0].shape
+        feeds["z"] = rng.standard_normal(out_shape).astype(np.float32)
+    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation="Relu", **attrs)
+    if residual:
+        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
+    got, _ = run_numba(model, feeds, threads=2)
+    assert calls == [2], calls
+    assert_close(got, run_onnxruntime(model, feeds), atol=1e-4)
