@@ -97,8 +97,8 @@ def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, w
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [
-    ((1, 64, 14, 14), (128, 64, 3, 3), {"pads": [1, 1, 1, 1]}),  # small image: channel blocks
-    ((1, 32, 7, 7), (100, 32, 3, 3), {"pads": [1, 1, 1, 1]}),  # channel blocks of uneven size
+    ((1, 64, 14, 14), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
+    ((1, 64, 9, 9), (200, 64, 3, 3), {"pads": [0, 0, 0, 0], "dilations": [2, 1]}),  # 5 output rows
     ((1, 3, 64, 64), (32, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),  # strided: row bands
     ((2, 16, 40, 40), (32, 8, 3, 3), {"pads": [1, 0, 1, 2], "strides": [2, 1], "group": 2}),
     ((1, 64, 60, 60), (96, 64, 1, 1), {"strides": [2, 2]}),  # strided 1x1

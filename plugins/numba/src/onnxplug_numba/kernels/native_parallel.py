@@ -236,33 +236,29 @@ if AVAILABLE:
 
     @njit(nogil=True, parallel=True, fastmath={"contract"}, cache=True)
     def im2col_conv(x, wmat, bias, residual, has_residual, act, alpha, beta,
-                    kh, kw, sh, sw, dh, dw, ph, pw, y, bands, blocks):  # type: ignore[no-untyped-def]
-        """Any 2-D conv as im2col + sgemm, for N * ``bands`` * ``blocks`` (image, row band, block of
-        output channels) items spread over the threads. Channel blocks serve small images, whose
-        thin row bands would make BLAS pack the whole weight matrix once per band; each block
-        builds its own columns. x (N, C, H, W), wmat (group, M/group, C/group*kh*kw), y (N, M, OH, OW)."""
+                    kh, kw, sh, sw, dh, dw, ph, pw, y, bands):  # type: ignore[no-untyped-def]
+        """Any 2-D conv as im2col + sgemm, for N * ``bands`` (image, row band) items spread over the
+        threads; x (N, C, H, W), wmat (group, M/group, C/group*kh*kw), y (N, M, OH, OW)."""
         n_img, channels = x.shape[0], x.shape[1]
         group, mg, depth = wmat.shape
         cg = channels // group
         oh, ow = y.shape[2], y.shape[3]
         plane = oh * ow
-        for item in prange(n_img * bands * blocks):
-            i = item // (bands * blocks)
-            band = (item // blocks) % bands
-            block = item % blocks
+        for item in prange(n_img * bands):
+            i = item // bands
+            band = item % bands
             r0, r1 = oh * band // bands, oh * (band + 1) // bands
-            m0, m1 = mg * block // blocks, mg * (block + 1) // blocks
-            if r1 <= r0 or m1 <= m0:
+            if r1 <= r0:
                 continue
             count = (r1 - r0) * ow
             cols = np.empty((depth, count), dtype=x.dtype)
             out = y[i].reshape(y.shape[1], plane)
             for g in range(group):
                 _im2col(x[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw, ph - r0 * sh, pw, r1 - r0, ow, cols)
-                first = g * mg + m0
-                # the product goes straight into y: rows m0..m1 of the group, columns of the band
-                _sgemm(m1 - m0, count, depth, wmat[g].ctypes.data + 4 * m0 * depth, depth, cols.ctypes.data,
-                       count, out.ctypes.data + 4 * (first * plane + r0 * ow), plane)
-                for m in range(first, g * mg + m1):
+                first = g * mg
+                # the product goes straight into y: the group's channels, the band's columns
+                _sgemm(mg, count, depth, wmat[g].ctypes.data, depth, cols.ctypes.data, count,
+                       out.ctypes.data + 4 * (first * plane + r0 * ow), plane)
+                for m in range(first, first + mg):
                     _finish_row(out[m, r0 * ow:r1 * ow], bias[m], residual[i, m].reshape(plane)[r0 * ow:r1 * ow],
                                 has_residual, act, alpha, beta)

@@ -167,20 +167,18 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
     pitch = max(wd + begin[1], ow + (kw - 1) * dw)
     pitched = not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow  # few wasted columns
-    if native and pitched and (n > 1 or oh * ow >= 256):
+    if native:  # in a prange region, so no pool thread competes with its spinning workers
         count = native_parallel.use_threads(threads.count)
-        bands = max(1, min(oh // 4, -(-2 * count // n)))  # two items per thread, 4+ rows a band
-        native_parallel.pitched_conv(x4, wmat, b, res if res is not None else y, res is not None, code, alpha,
-                                     beta, kh, kw, dh, dw, begin[0], begin[1], y, bands)
-        return y.reshape((n, m, ow)) if one_d else y
-    if native:  # every other float32 conv in a prange region too: no pool thread competes with its workers
-        count = native_parallel.use_threads(threads.count)
-        wanted = -(-2 * count // n)  # two items per thread
-        small = oh * ow < 256  # few columns: split the output channels instead of the rows
-        bands = 1 if small else max(1, min(oh // 4, wanted))  # 4+ rows a band
-        blocks = max(1, min(mg // 16, wanted)) if small else 1  # 16+ channels a block
-        native_parallel.im2col_conv(x4, wmat, b, res if res is not None else y, res is not None, code, alpha, beta,
-                                    kh, kw, sh, sw, dh, dw, begin[0], begin[1], y, bands, blocks)
+        # two items per thread with 4+ rows each; small images one band per thread, as thinner
+        # bands make BLAS pack the whole weight matrix once per band (measured slower)
+        bands = max(1, min(oh // 4, -(-2 * count // n))) if oh * ow >= 256 else max(1, min(oh, -(-count // n)))
+        resid = res if res is not None else y
+        if pitched:
+            native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
+                                         begin[0], begin[1], y, bands)
+        else:
+            native_parallel.im2col_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, sh, sw,
+                                        dh, dw, begin[0], begin[1], y, bands)
         return y.reshape((n, m, ow)) if one_d else y
     if pitched:
         pitched_conv(x4, wmat, (kh, kw), b, r3, (code, alpha, beta), (sh, dh, dw), begin, (oh, ow), y, items,
