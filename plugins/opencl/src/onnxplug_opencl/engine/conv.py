@@ -44,6 +44,16 @@ class ConvGeometry:
         return sizes[0], sizes[1]
 
 
+def cached_geometry(cache: dict[Any, ConvGeometry], node: Node, x_shape: Sequence[int],
+                    w_shape: Sequence[int]) -> ConvGeometry:
+    """:func:`geometry`, remembered in ``cache`` per input and weight shape (a kernel's own dict)."""
+    key = (tuple(x_shape), tuple(w_shape))
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = geometry(node, x_shape, w_shape)
+    return found
+
+
 def geometry(node: Node, x_shape: Sequence[int], w_shape: Sequence[int]) -> ConvGeometry:
     """The 2-D geometry of a Conv node (1-D convolutions get a unit first axis)."""
     spatial = [int(d) for d in x_shape[2:]]

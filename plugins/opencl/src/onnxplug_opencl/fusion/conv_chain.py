@@ -16,7 +16,7 @@ import numpy as np
 
 from onnxplug_sdk import Capability, FusedSubgraph, GraphView, Kernel, KernelContext, Node
 
-from onnxplug_opencl.engine.conv import conv2d, geometry, pack_weights
+from onnxplug_opencl.engine.conv import cached_geometry, conv2d, pack_weights
 from onnxplug_opencl.engine.gemm import Epilogue
 from onnxplug_opencl.engine.dtypes import c_type
 from onnxplug_opencl.engine.elementwise import Body, ElementwiseProgram, View
@@ -159,6 +159,7 @@ class ConvChainKernel(Kernel):
         if self.chain.add is not None:
             self.residual_name = next(n for n in self.chain.add.inputs if n != tail)
         self._tail_kernel: ElementwiseProgram | None = None
+        self._geometries: dict[Any, Any] = {}
 
     def compute(self, *values: Any) -> Any:
         """The chain's output."""
@@ -170,7 +171,7 @@ class ConvChainKernel(Kernel):
         else:
             w = env[conv.inputs[1]]
             b = env[conv.inputs[2]] if len(conv.inputs) > 2 and conv.inputs[2] else None
-        geo = geometry(conv, tuple(x.shape), tuple(w.shape))
+        geo = cached_geometry(self._geometries, conv, x.shape, w.shape)
         epi = Epilogue(bias=b)
         residual = env[self.residual_name] if self.residual_name else None
         spatial = [int(d) for d in x.shape[2:]]

@@ -8,7 +8,7 @@ import numpy as np
 
 from onnxplug_sdk import GraphView, KernelContext, Node
 
-from onnxplug_opencl.engine.conv import conv2d, geometry, pack_weights
+from onnxplug_opencl.engine.conv import cached_geometry, conv2d, pack_weights
 from onnxplug_opencl.engine.gemm import Epilogue
 from onnxplug_opencl.ops._base import ClKernel
 from onnxplug_opencl.provider import OpenCLProvider
@@ -41,7 +41,8 @@ class Conv(ClKernel):
         super().__init__(node, context)
         weights = self.constant(1)
         self.packed = pack_weights(self.rt, weights, int(self.attr("group", 1))) if weights is not None else None
+        self._geometries: dict[Any, Any] = {}
 
     def compute(self, x: Any, w: Any, b: Any = None) -> Any:
-        geo = geometry(self.node, tuple(x.shape), tuple(w.shape))
+        geo = cached_geometry(self._geometries, self.node, x.shape, w.shape)
         return conv2d(self.rt, x, w, geo, Epilogue(bias=b), packed=self.packed)

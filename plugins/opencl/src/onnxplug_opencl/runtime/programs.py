@@ -44,6 +44,7 @@ class ProgramCache:
         self._device_tag = _device_tag(device)
         self._programs: dict[str, Any] = {}
         self._kernels: dict[tuple[str, str], Any] = {}
+        self._by_text: dict[tuple[str, tuple[str, ...], str], Any] = {}
         self._lock = threading.Lock()
         self.builds = 0  # how many programs were compiled (not found in the cache)
         self.hits = 0  # how many program requests were served from the cache
@@ -70,10 +71,18 @@ class ProgramCache:
         """One kernel of the program (the same ``cl.Kernel`` object on every call)."""
         import pyopencl as cl
 
+        # Launches ask for their kernel every time: a dict keyed by the strings themselves (whose
+        # hashes Python caches) answers repeat requests without hashing the source again.
+        fast_key = (source, tuple(options), kernel_name)
+        found = self._by_text.get(fast_key)
+        if found is not None:
+            self.hits += 1  # diagnostics only: a rare lost increment between threads is harmless
+            return found
         key = self.key(source, options, self._device_tag)
         found = self._kernels.get((key, kernel_name))
         if found is not None:
-            self.hits += 1  # diagnostics only: a rare lost increment between threads is harmless
+            self.hits += 1
+            self._by_text[fast_key] = found
             return found
         program = self.program(name, source, options)
         with self._lock:
@@ -81,6 +90,7 @@ class ProgramCache:
             if found is None:
                 found = cl.Kernel(program, kernel_name)
                 self._kernels[(key, kernel_name)] = found
+            self._by_text[fast_key] = found
             return found
 
     def _build(self, name: str, source: str, options: list[str]) -> Any:
