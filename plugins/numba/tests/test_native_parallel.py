@@ -28,13 +28,13 @@ def _spy(monkeypatch, name: str) -> list[int]:
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs,kernel", [
     ((1, 16, 64, 64), (64, 16, 1, 1), {}, "pointwise_conv"),
-    ((3, 24, 30, 30), (40, 24, 1, 1), {}, "pointwise_conv"),  # column bands that are not multiples of 16
-    ((1, 32, 64, 64), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, "depthwise_conv"),
-    ((2, 64, 79, 79), (64, 1, 3, 3), {"group": 64, "pads": [1, 1, 1, 1], "strides": [2, 2]}, "depthwise_conv"),
+    ((3, 24, 40, 40), (40, 24, 1, 1), {}, "pointwise_conv"),  # column bands that are not multiples of 16
+    ((1, 64, 96, 96), (64, 1, 3, 3), {"group": 64, "pads": [1, 1, 1, 1]}, "depthwise_conv"),
+    ((2, 128, 99, 99), (128, 1, 3, 3), {"group": 128, "pads": [1, 1, 1, 1], "strides": [2, 2]}, "depthwise_conv"),
     ((1, 16, 32, 32), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),
-    ((1, 16, 40, 40), (32, 8, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2], "group": 2}, "pitched_conv"),
+    ((1, 16, 44, 44), (32, 8, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2], "group": 2}, "pitched_conv"),
     ((2, 64, 18, 18), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),  # one band per image
-    ((1, 8, 33, 35), (16, 8, 5, 3), {"pads": [2, 1, 2, 1]}, "pitched_conv"),
+    ((1, 16, 33, 35), (16, 16, 5, 3), {"pads": [2, 1, 2, 1]}, "pitched_conv"),
 ])
 @pytest.mark.parametrize("activation", ["Relu", "Clip"])
 @pytest.mark.parametrize("residual", [False, True])
@@ -70,10 +70,10 @@ def test_one_thread_does_not_use_prange(rng, monkeypatch):
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [
-    ((300, 128), (128, 96)),  # row bands
+    ((400, 128), (128, 96)),  # row bands
     ((16, 512), (512, 1024)),  # few rows: column bands of 16+ columns
     ((3, 100, 64), (64, 300)),  # leading axes flattened into rows
-    ((2, 50, 200), (200, 130)),  # a column count that is not a multiple of 16
+    ((2, 100, 200), (200, 130)),  # a column count that is not a multiple of 16
 ])
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, with_bias):
@@ -100,7 +100,7 @@ def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, w
     ((1, 64, 14, 14), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
     ((1, 64, 9, 9), (200, 64, 3, 3), {"pads": [0, 0, 0, 0], "dilations": [2, 1]}),  # 5 output rows
     ((1, 3, 64, 64), (32, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),  # strided: row bands
-    ((2, 16, 40, 40), (32, 8, 3, 3), {"pads": [1, 0, 1, 2], "strides": [2, 1], "group": 2}),
+    ((2, 16, 48, 48), (32, 8, 3, 3), {"pads": [1, 0, 1, 2], "strides": [2, 1], "group": 2}),
     ((1, 64, 60, 60), (96, 64, 1, 1), {"strides": [2, 2]}),  # strided 1x1
 ])
 @pytest.mark.parametrize("residual", [False, True])

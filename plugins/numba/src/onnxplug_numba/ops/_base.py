@@ -68,16 +68,18 @@ PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 SHARE_MIN_FLOPS = 64_000_000
 
 
-def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarray | None = None) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarray | None = None,
+           native: bool = True) -> np.ndarray:
     """numpy.matmul (BLAS, one thread per call) split across the session's threads by row or
     column bands of the result; ``bias`` (a vector over the last axis) is added to each band by
-    the thread that computed it."""
+    the thread that computed it. ``native=False`` keeps a product off the prange path (for a
+    caller whose next step runs on the pool, which the prange workers' spinning would slow)."""
     threads.blas()
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return _with_bias(np.matmul(a, b), bias)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     # (C-contiguous operands only: a transposed weight, as Gemm's transB gives, would be copied per call)
-    if b.ndim == 2 and a.dtype == b.dtype == np.float32 and native_parallel.AVAILABLE \
+    if native and b.ndim == 2 and a.dtype == b.dtype == np.float32 and native_parallel.AVAILABLE \
             and a.flags.c_contiguous and b.flags.c_contiguous and math.prod(a.shape[:-1]) * k * n >= NATIVE_MIN_MACS:
         return _native_matmul(a, b, bias, threads)
     # an upper bound of the batch size is enough to decide
@@ -105,7 +107,7 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
 
 #: Float32 products (with a 2-D right operand) from this many multiply-adds are shared in a numba
 #: prange region (kernels/native_parallel.py): hand-offs there cost microseconds, not tens of them.
-NATIVE_MIN_MACS = 1_000_000
+NATIVE_MIN_MACS = 4_000_000
 
 
 def _native_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, threads: ThreadControl) -> np.ndarray:

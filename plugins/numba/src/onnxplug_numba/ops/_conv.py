@@ -33,9 +33,11 @@ _SHARE_MIN_MACS = 32_000_000
 #: The same for depthwise convs, which do ~10x less work per multiply-add than a BLAS product does
 #: (one measured at 4M multiply-adds, 0.35 ms, still ran slower on two threads).
 _SHARE_MIN_DEPTHWISE_MACS = 8_000_000
-#: Float32 pointwise and depthwise convs from this size share their work in a numba ``prange``
-#: region instead (kernels/native_parallel.py), whose hand-off costs microseconds, not tens of them.
-_NATIVE_MIN_MACS = 1_000_000
+#: Float32 convs from this size share their work in a numba ``prange`` region instead
+#: (kernels/native_parallel.py), whose hand-off costs microseconds while its workers are awake
+#: (back-to-back convs); a region after a pause still wakes a sleeping worker, and its items are
+#: assigned statically, so small convs of small models (the If branch of if_model) lost at 1M.
+_NATIVE_MIN_MACS = 4_000_000
 
 
 def decode(value: Any) -> Any:
