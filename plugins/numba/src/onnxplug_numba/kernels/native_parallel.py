@@ -7,6 +7,11 @@ hand-offs, tens of microseconds each, which is more than half of most convs of a
 batch 1 (those were measured slower on two threads than on one). Inside a ``prange`` region no
 thread needs the GIL, and back-to-back regions find the workers still awake.
 
+GNU OpenMP's idle workers spin for up to ~300,000 iterations before sleeping; that spans the
+gap between convs of a model (measured: 10,000 spins made MobileNetV2 at batch 1 ~25% slower), but
+it also takes the core a Python pool thread would need right after a region, so a kernel that runs
+next on the pool should not follow a prange region (RNN input projections stay off this path).
+
 float32 only (the BLAS entry point is typed); OpenBLAS must run one thread per call (the provider
 pins it), since both threads call it at once. Used only with a thread-safe numba threading layer
 (OpenMP or TBB). GNU OpenMP does not survive ``fork``: a child process forked after a parallel
@@ -48,13 +53,6 @@ def _find_sgemm() -> str | None:
                 llvm.load_library_permanently(path)
                 return symbol
     return None
-
-
-# GNU OpenMP's idle workers spin 300,000 times (milliseconds) before sleeping, taking the core a
-# pool thread of the next (non-prange) kernel needs: measured, a GRU whose recurrence followed a
-# prange product ran 2.5x slower. 10,000 spins still span the gap between back-to-back convs. Read
-# when libgomp loads (below, or at numba's first parallel launch), and only if the user set nothing.
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 
 def _threadsafe_layer() -> bool:
