@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         report.write(text + "\n")
 
     rows, ratios, resnet = [], [], {}
+    load_start = os.getloadavg()[0]
     for name in args.models:
         model = build(name)
         for batch in args.batch:
@@ -160,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                 resnet[batch] = (model_flops(model, feeds), t)
             print(f"{name} batch {batch}: ratio {ratio:.2f}", file=sys.stderr, flush=True)
     emit("The machine was shared with other work while this ran: treat ratios as rough, not exact.")
-    emit(f"taken {time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f} on "
+    emit(f"taken {time.strftime('%Y-%m-%d %H:%M')}, load average {load_start:.1f} at the start and "
+         f"{os.getloadavg()[0]:.1f} at the end on "
           f"{os.cpu_count()} cores; {platform.machine()}, numpy {np.__version__}, {args.threads} threads each, "
           f"interleaved blocks of {args.block_runs} runs x {args.blocks}\n")
     emit(markdown_table(["model", "batch", "onnxruntime ms (median)", "numba ms (median)", "ratio"], rows))
