@@ -1,5 +1,5 @@
 """Providers with one deliberate defect each, for the suite's self-tests: every contract test
-class, and the node layer, must catch its defect."""
+class, and the node and model layers, must catch its defect."""
 
 from __future__ import annotations
 
@@ -45,6 +45,27 @@ class WrongAbsWithOwnDeviations(WrongAbsProvider):
     name: ClassVar[str] = "wrong_abs_listed"
     conformance_deviations: ClassVar[dict[str, Any]] = {
         "node": {"test_abs": "IdentityAbs returns its input unchanged (deliberate, for the self-tests)"}}
+
+
+# --- a wrong kernel inside real models (model layer): Relu returns |x| -------------------------
+
+WRONG_RELU_REGISTRY = KernelRegistry("wrong_relu")
+
+
+@WRONG_RELU_REGISTRY.kernel("Relu", 6, 13, 14)
+class AbsoluteRelu(Kernel):
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.abs(x)  # wrong for negative inputs
+
+
+class WrongReluProvider(ExecutionProvider):
+    """Claims Relu, computed wrongly, on the host: every suite model with a Relu must fail."""
+
+    name: ClassVar[str] = "wrong_relu"
+
+    def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
+        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
+        self.kernel_registry = WRONG_RELU_REGISTRY
 
 
 # --- a stateful kernel (concurrency): Relu keeps its last input on the kernel -----------------

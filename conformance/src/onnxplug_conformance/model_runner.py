@@ -9,6 +9,7 @@ scaled by the output's largest magnitude (at least 1).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
@@ -27,7 +28,7 @@ BATCH = 2
 ONNXRUNTIME_MISSING = ("layer 3 compares with onnxruntime, which is not installed "
                        "(pip install 'onnxplug-conformance[models]')")
 
-__all__ = ["MODEL_NAMES", "assert_close_scaled", "onnxruntime_outputs", "run_model", "suite_model"]
+__all__ = ["MODEL_NAMES", "ModelRun", "assert_close_scaled", "onnxruntime_outputs", "run_model", "suite_model"]
 
 
 @lru_cache(maxsize=None)
@@ -65,11 +66,19 @@ def assert_close_scaled(actual: Sequence[Any], expected: Sequence[Any], rtol: fl
                                    err_msg=f"output {index}")
 
 
-def run_model(name: str, provider: ProviderUnderTest) -> dict[str, int]:
-    """Run model ``name`` on ``provider`` and compare with onnxruntime.
+@dataclass
+class ModelRun:
+    """One suite model run on the provider under test, next to onnxruntime's outputs on the same feeds."""
 
-    Returns how many nodes each provider ran. Raises :class:`NotClaimed` when the provider ran
-    none, ``AssertionError`` when outputs differ.
+    outputs: list[Any]
+    expected: list[Any]
+    assigned: dict[str, int]  # nodes run per provider
+
+
+def run_model(name: str, provider: ProviderUnderTest) -> ModelRun:
+    """Run model ``name`` on ``provider`` and on onnxruntime; compare with :func:`assert_close_scaled`.
+
+    Raises :class:`NotClaimed` when the provider ran none of the model's nodes.
     """
     model = suite_model(name)
     feeds = sample_inputs(name, batch=BATCH)
@@ -80,5 +89,4 @@ def run_model(name: str, provider: ProviderUnderTest) -> dict[str, int]:
                          f"{sum(assigned.values())} nodes of {name}")
     with np.errstate(all="ignore"):
         actual = session.run(None, {k: v.copy() for k, v in feeds.items()})
-    assert_close_scaled(actual, onnxruntime_outputs(model, feeds))
-    return dict(assigned)
+    return ModelRun(actual, onnxruntime_outputs(model, feeds), dict(assigned))

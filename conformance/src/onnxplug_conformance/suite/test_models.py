@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxplug_conformance.model_runner import MODEL_NAMES, ONNXRUNTIME_MISSING, run_model
+from onnxplug_conformance.model_runner import MODEL_NAMES, ONNXRUNTIME_MISSING, assert_close_scaled, run_model
 from onnxplug_conformance.node_runner import NotClaimed
 from onnxplug_conformance.run import ConformanceRun
 
@@ -15,6 +15,7 @@ def test_model(model_name: str, conformance: ConformanceRun) -> None:
     conformance.require_available()
     pytest.importorskip("onnxruntime", reason=ONNXRUNTIME_MISSING)
     try:
-        run_model(model_name, conformance.provider)
+        run = run_model(model_name, conformance.provider)
     except NotClaimed as e:
         pytest.skip(str(e))
+    assert_close_scaled(run.outputs, run.expected)
