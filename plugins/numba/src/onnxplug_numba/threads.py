@@ -8,7 +8,7 @@ import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -34,14 +34,19 @@ def resolve_threads(requested: int) -> int:
     return max_threads() if requested <= 0 else max(1, int(requested))
 
 
-def _find_openblas() -> tuple[object, object] | None:
-    """numpy's bundled OpenBLAS ``set_num_threads``/``get_num_threads``, when found."""
+def numpy_openblas() -> Iterator[tuple[str, ctypes.CDLL]]:
+    """(path, library) of each OpenBLAS bundled with the numpy wheel that loads."""
     libs_dir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
     for path in sorted(glob.glob(os.path.join(libs_dir, "*openblas*"))):
         try:
-            lib = ctypes.CDLL(path)
+            yield path, ctypes.CDLL(path)
         except OSError:
             continue
+
+
+def _find_openblas() -> tuple[object, object] | None:
+    """numpy's bundled OpenBLAS ``set_num_threads``/``get_num_threads``, when found."""
+    for _, lib in numpy_openblas():
         for setter, getter in (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
                                ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
                                ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),

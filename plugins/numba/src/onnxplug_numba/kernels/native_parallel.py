@@ -20,10 +20,6 @@ conv must not run one (``spawn`` or ``forkserver`` start methods are fine).
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
-
 import llvmlite.binding as llvm
 import numba
 import numpy as np
@@ -34,6 +30,7 @@ from numba.extending import intrinsic
 
 from onnxplug_numba.kernels.conv import _finish_row
 from onnxplug_numba.kernels.depthwise import depthwise_phased
+from onnxplug_numba.threads import numpy_openblas
 
 _ROW_MAJOR, _NO_TRANS = 101, 111
 
@@ -41,12 +38,7 @@ _ROW_MAJOR, _NO_TRANS = 101, 111
 def _find_sgemm() -> str | None:
     """Load numpy's bundled OpenBLAS for the JIT linker; the name of its ``cblas_sgemm`` with 64-bit
     integers, or None."""
-    libs_dir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs_dir, "*openblas*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    for path, lib in numpy_openblas():
         for symbol in ("scipy_cblas_sgemm64_", "cblas_sgemm64_"):
             if hasattr(lib, symbol):
                 # by name, not by address: compiled kernels that call it can then be cached on disk
