@@ -78,3 +78,11 @@ def test_program_key_separates_options_and_devices():
     keys = {ProgramCache.key(source, ["-DT=float"], "pocl|cpu"), ProgramCache.key(source, ["-DT=double"], "pocl|cpu"),
             ProgramCache.key(source, ["-DT=float"], "other|gpu"), ProgramCache.key(source + " ", ["-DT=float"], "pocl|cpu")}
     assert len(keys) == 4
+
+
+def test_kernel_sources_paste_their_included_header():
+    header = kernel_source("real8.h")
+    for name in ("gemm.cl", "gemm_packed.cl", "conv_direct.cl"):
+        text = kernel_source(name)
+        assert '#include "' not in text, name
+        assert header in text and "#define LOAD8" in text, name

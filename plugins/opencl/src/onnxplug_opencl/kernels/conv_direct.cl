@@ -15,23 +15,9 @@
 // Build options: -DREAL -DTM -DTN -DCC -DRM -DKH -DKW, optionally -DHAS_BIAS -DHAS_RESIDUAL
 // -DACT_RELU -DACT_CLIP.
 
-#if defined(REAL_IS_DOUBLE)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
+#include "real8.h"
 
 #define RN 16
-#define REAL8 _VEC8(REAL)
-#define _VEC8(t) _VEC8_(t)
-#define _VEC8_(t) t##8
-
-#if defined(__clang__)
-typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
-#define LOAD8(p) (*(const __global real8u*)(p))
-#define STORE8(v, p) (*(__global real8u*)(p) = (v))
-#else
-#define LOAD8(p) vload8(0, p)
-#define STORE8(v, p) vstore8(v, 0, p)
-#endif
 
 // pad_planes: xp[nc][hp][wp] = x[nc][hp - PT][wp - PL], zero outside; one work-item per padded row.
 __kernel void pad_planes(const int rows, __global const REAL* restrict x, const int x_off,

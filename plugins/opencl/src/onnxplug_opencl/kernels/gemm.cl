@@ -16,25 +16,9 @@
 // Build options: -DREAL=float|double -DTM -DTN -DNT -DKC -DRM (4 or 6) -DNWI, and optionally
 // -DTRANS_A -DTRANS_B -DPACKED_A -DHAS_BIAS -DHAS_RESIDUAL -DACT_RELU -DACT_CLIP.
 
-#if defined(REAL_IS_DOUBLE)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
+#include "real8.h"
 
 #define RN 16
-#define REAL8 _VEC8(REAL)
-#define _VEC8(t) _VEC8_(t)
-#define _VEC8_(t) t##8
-
-#if defined(__clang__)
-// Clang-based compilers (PoCL, Intel, ROCm) turn this into plain unaligned vector moves, where
-// vload8 may stay an out-of-line call.
-typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
-#define LOAD8(p) (*(const __global real8u*)(p))
-#define STORE8(v, p) (*(__global real8u*)(p) = (v))
-#else
-#define LOAD8(p) vload8(0, p)
-#define STORE8(v, p) vstore8(v, 0, p)
-#endif
 
 #ifdef TRANS_A
 #define A_AT(m, k) A[(k) * lda + (m)]

@@ -19,23 +19,9 @@
 //
 // -DA_ROWS: A is an unpacked row-major matrix (row stride lda): activations times packed weights.
 
-#if defined(REAL_IS_DOUBLE)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
+#include "real8.h"
 
 #define RN 16
-#define REAL8 _VEC8(REAL)
-#define _VEC8(t) _VEC8_(t)
-#define _VEC8_(t) t##8
-
-#if defined(__clang__)
-typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
-#define LOAD8(p) (*(const __global real8u*)(p))
-#define STORE8(v, p) (*(__global real8u*)(p) = (v))
-#else
-#define LOAD8(p) vload8(0, p)
-#define STORE8(v, p) vstore8(v, 0, p)
-#endif
 
 #define ACC(r) REAL8 c##r##0 = (REAL8)0, c##r##1 = (REAL8)0;
 #ifdef A_ROWS

@@ -10,6 +10,7 @@ from different nodes or sessions share one build here and in the driver's on-dis
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 import threading
 import warnings
@@ -20,10 +21,15 @@ from typing import Any, Sequence
 from onnxplug_opencl.errors import OpenCLBuildError
 
 
+_INCLUDE = re.compile(r'^#include "([\w.]+)"$', re.MULTILINE)
+
+
 @lru_cache(maxsize=None)
 def kernel_source(filename: str) -> str:
-    """The text of ``kernels/<filename>`` from the installed package."""
-    return (resources.files("onnxplug_opencl") / "kernels" / filename).read_text(encoding="utf-8")
+    """The text of ``kernels/<filename>`` from the installed package, with each ``#include "f"``
+    line replaced by the text of ``kernels/f`` (programs are built from strings, not files)."""
+    text = (resources.files("onnxplug_opencl") / "kernels" / filename).read_text(encoding="utf-8")
+    return _INCLUDE.sub(lambda m: kernel_source(m.group(1)), text)
 
 
 def render(filename: str, **fields: Any) -> str:
