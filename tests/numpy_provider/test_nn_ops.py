@@ -57,7 +57,23 @@ CONV_CASES = [
     ("1d", (2, 3, 17), (5, 3, 4), dict(strides=[3], pads=[2, 1], dilations=[2])),
     ("3d", (1, 2, 6, 5, 7), (3, 2, 3, 2, 3), dict(pads=[1, 0, 1, 1, 1, 0], strides=[1, 2, 2])),
     ("3d depthwise", (1, 3, 5, 6, 7), (3, 1, 3, 3, 3), dict(group=3, pads=[1] * 6)),
+    ("depthwise same upper s2", (2, 6, 10, 9), (6, 1, 3, 3), dict(group=6, strides=[2, 2], auto_pad="SAME_UPPER")),
+    ("depthwise uneven pads", (1, 4, 9, 8), (4, 1, 5, 3), dict(group=4, strides=[3, 2], pads=[0, 2, 3, 1])),
+    ("depthwise 1d", (2, 5, 19), (10, 1, 4), dict(group=5, strides=[2], pads=[3, 0], dilations=[2])),
 ]
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("images, size", [(6, 58), (16, 28)], ids=["phase rows", "channels last"])
+def test_depthwise_conv_in_many_blocks_on_threads(monkeypatch, stride, images, size):
+    """Large enough for the product threads, with blocks of a few channels: every block boundary
+    and every image is checked against onnxruntime, for both scratch layouts."""
+    from onnxplug.providers.numpy.ops import _depthwise
+
+    monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 64 << 10)
+    feeds = {"x": f32(images, 48, size, size), "w": f32(48, 1, 3, 3), "b": f32(48)}
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=48, strides=[stride, stride],
+                          pads=[1, 1, 1, 1])
 
 
 @pytest.mark.parametrize("name,xs,ws,attrs", CONV_CASES, ids=[c[0] for c in CONV_CASES])

@@ -94,6 +94,23 @@ def test_conv_residual_add_activation_becomes_fused_conv_with_z(with_bias):
     assert_equivalent(proto, m, {"x": rand(2, 3, 6, 6), "skip": rand(2, 4, 6, 6, seed=4)})
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_fused_conv_applies_residual_and_activation_per_block(monkeypatch, stride):
+    """Depthwise FusedConv runs its residual and activation on each cache block (LeakyRelu makes a
+    new array, which must land in the output)."""
+    from onnxplug.providers.numpy.ops import _depthwise
+
+    monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 4 << 10)
+    out = 10 // stride
+    proto = model([node("Conv", ["x", "w", "b"], ["c"], group=8, pads=[1, 1, 1, 1], strides=[stride, stride]),
+                   node("Add", ["c", "skip"], ["s"]), node("LeakyRelu", ["s"], ["y"], alpha=0.1)],
+                  [("x", F, ["n", 8, 10, 10]), ("skip", F, ["n", 8, out, out])], [("y", F, ["n", 8, out, out])],
+                  {"w": rand(8, 1, 3, 3), "b": rand(8, seed=1)})
+    m, _ = run_passes(proto, ConvActivationFusion)
+    assert op_types(m) == {"com.onnxplug:FusedConv": 1}
+    assert_equivalent(proto, m, {"x": rand(3, 8, 10, 10), "skip": rand(3, 8, out, out, seed=4)})
+
+
 def test_conv_residual_add_without_activation_is_fused_with_empty_activation():
     proto = model([node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), node("Add", ["c", "skip"], ["y"])],
                   [X, ("skip", F, ["n", 4, 6, 6])], [Y], CONV_INITS)

@@ -2,8 +2,8 @@
 
 Conv is computed in one of three vectorised ways, all BLAS-backed or elementwise:
 - 1x1 kernels: a plain (batched) matmul over the flattened spatial axes;
-- depthwise (one input channel per group): a sum over kernel offsets of shifted views times the
-  per-channel weight, with no im2col buffer;
+- depthwise (one input channel per group): sums of shifted rows in cache-sized blocks, with no
+  im2col buffer (see _depthwise);
 - everything else: im2col from a strided window view (one copy) and one batched matmul.
 """
 
@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul, parallel_for
+from onnxplug.providers.numpy.ops._depthwise import Epilogue, depthwise_conv
 from numpy.lib.stride_tricks import as_strided
 
 
@@ -94,8 +95,13 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilati
 
 
 def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
-            dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int) -> np.ndarray:
-    """N-D convolution (ONNX Conv semantics) of float arrays; keeps the input dtype."""
+            dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int,
+            epilogue: Epilogue | None = None) -> np.ndarray:
+    """N-D convolution (ONNX Conv semantics) of float arrays; keeps the input dtype.
+
+    ``epilogue(view, index)`` runs in place on the biased output; depthwise convolutions call it
+    per block while the block is in cache, the other paths once on the whole output.
+    """
     n, c = x.shape[:2]
     m = w.shape[0]
     kernel = w.shape[2:]
@@ -104,15 +110,17 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         raise ValueError(f"Conv: input has {c} channels but weight expects {w.shape[1]} x group {group}")
     if m % group:
         raise ValueError(f"Conv: {m} output channels are not divisible by group {group}")
+    if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
+        return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
         y = _conv_1x1(xp, w, strides, group)
-    elif w.shape[1] == 1 and group == c:
-        y = _depthwise(xp, w, strides, dilations)
     else:
         y = _conv_im2col(xp, w, kernel, strides, dilations, group)
     if b is not None:
         y += b.reshape((m,) + (1,) * nd)
+    if epilogue is not None:
+        epilogue(y, (slice(None), slice(None)))
     return y
 
 
@@ -157,98 +165,6 @@ def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int)
     else:
         y = matmul(w.reshape(group, m // group, c // group), xp.reshape(n, group, c // group, p))
     return y.reshape((n, m) + tuple(out_sp))
-
-
-def _phases(xp: np.ndarray, strides: Sequence[int]) -> np.ndarray:
-    """Polyphase split: (N, C, *P) -> (*s, N, C, *ceil(P/s)), so a strided window is a plain shift."""
-    nd = len(strides)
-    lead = xp.shape[:2]
-    if all(s == 1 for s in strides):
-        return np.ascontiguousarray(xp)
-    padded = [-(-xp.shape[2 + i] // s) * s for i, s in enumerate(strides)]
-    if list(xp.shape[2:]) != padded:
-        full = np.zeros(lead + tuple(padded), dtype=xp.dtype)
-        full[(slice(None), slice(None)) + tuple(slice(0, n) for n in xp.shape[2:])] = xp
-        xp = full
-    split = lead + tuple(v for i, s in enumerate(strides) for v in (padded[i] // s, s))
-    perm = tuple(3 + 2 * i for i in range(nd)) + (0, 1) + tuple(2 + 2 * i for i in range(nd))
-    return np.ascontiguousarray(xp.reshape(split).transpose(perm))
-
-
-def _depthwise_out_shape(xp: np.ndarray, w: np.ndarray, strides: Sequence[int],
-                         dilations: Sequence[int]) -> tuple[int, ...]:
-    kernel = w.shape[2:]
-    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    return (xp.shape[0], w.shape[0]) + tuple(max(0, (xp.shape[2 + i] - span[i]) // strides[i] + 1)
-                                             for i in range(len(kernel)))
-
-
-def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int]) -> np.ndarray:
-    """Depthwise conv into a fresh output array."""
-    out = np.empty(_depthwise_out_shape(xp, w, strides, dilations), dtype=np.result_type(xp.dtype, w.dtype))
-    _conv_depthwise(xp, w, strides, dilations, out)
-    return out
-
-
-#: Bytes of input rows, accumulator and temporary that one block of channels of a depthwise conv
-#: keeps in cache: every kernel offset makes two passes over them, so they should not go to memory.
-DEPTHWISE_BLOCK_BYTES = 2 << 20
-
-
-def _conv_depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
-                    out: np.ndarray) -> None:
-    """Depthwise conv (one input channel per group, ``mult`` outputs each) as a sum of shifted rows,
-    written into ``out``.
-
-    The input is split into stride phases and flattened, so every kernel offset reads one long
-    contiguous row per channel; the result is computed over full padded rows and cropped once.
-    Channels go in cache-sized blocks, one image at a time (images in parallel when large).
-    """
-    n, c = xp.shape[:2]
-    mult = w.shape[0] // c
-    kernel = w.shape[2:]
-    nd = len(kernel)
-    out_sp = out.shape[2:]
-    if min(out_sp) <= 0:
-        return
-    ph = _phases(xp, strides)
-    rows = ph.shape[-nd:]
-    row_strides = [int(np.prod(rows[i + 1:])) for i in range(nd)]
-    strided = any(s != 1 for s in strides)
-    flat = ph.reshape(ph.shape[:nd + 2] + (-1,)) if strided else ph.reshape(n, c, -1)
-    length = sum((o - 1) * r for o, r in zip(out_sp, row_strides)) + 1
-    y = np.empty((n, c, mult, out_sp[0] * row_strides[0]), dtype=out.dtype)
-    wk = w.reshape((c, mult, -1))
-    taps = []  # (rows of the tap's stride phase, offset into them, weight index)
-    for flat_idx, idx in enumerate(np.ndindex(*kernel)):
-        pos = [i * d for i, d in zip(idx, dilations)]
-        phase = tuple(p % s for p, s in zip(pos, strides))
-        off = sum((p // s) * r for p, s, r in zip(pos, strides, row_strides))
-        taps.append((flat[phase] if strided else flat, off, flat_idx))
-    block = max(1, min(c, DEPTHWISE_BLOCK_BYTES // (3 * mult * length * y.itemsize)))
-    multiply = np.multiply
-
-    def image(i: int) -> None:
-        tmp = np.empty((block, mult, length), dtype=out.dtype)
-        for c0 in range(0, c, block):
-            c1 = min(c, c0 + block)
-            acc = y[i, c0:c1, :, :length]
-            t = tmp[:c1 - c0]
-            for k, (src, off, widx) in enumerate(taps):
-                seg = src[i, c0:c1, None, off:off + length]
-                if k == 0:
-                    multiply(seg, wk[c0:c1, :, widx, None], out=acc)
-                else:
-                    multiply(seg, wk[c0:c1, :, widx, None], out=t)
-                    acc += t
-
-    # numpy's ufuncs release the GIL, so images run in parallel on the product threads
-    if not parallel_for(n, image, y.size * len(taps) * 4):
-        for i in range(n):
-            image(i)
-    y = y.reshape((n, c, mult, out_sp[0]) + tuple(rows[1:]))
-    y = y[(Ellipsis,) + tuple(slice(0, o) for o in out_sp[1:])] if nd > 1 else y
-    np.copyto(out.reshape((n, c, mult) + tuple(out_sp)), y)
 
 
 def scatter_cols(cols: np.ndarray, full_sp: Sequence[int], kernel: Sequence[int], strides: Sequence[int],

@@ -22,12 +22,20 @@ class FusedConv(NumpyKernel):
         kernel = list(self.attr("kernel_shape", None) or w.shape[2:])
         strides, dilations = spatial_attrs(self.attr, kernel)
         begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
-        y = conv_nd(x, w, b, strides, dilations, begin, end, int(self.attr("group", 1)))
+        name, params = self.attr("activation", ""), self.attr("activation_params", []) or []
         if z is not None:
-            y += z
-        y = apply_activation(np.asarray(y, dtype=x.dtype), self.attr("activation", ""),
-                             self.attr("activation_params", []) or [])
-        return y
+            out_sp = [(x.shape[2 + i] + begin[i] + end[i] - (k - 1) * d - 1) // s + 1
+                      for i, (k, s, d) in enumerate(zip(kernel, strides, dilations))]
+            z = np.broadcast_to(z, (x.shape[0], w.shape[0], *out_sp))
+
+        def epilogue(view: np.ndarray, index: tuple) -> None:
+            if z is not None:
+                view += z[index]
+            result = apply_activation(view, name, params)
+            if result is not view:
+                view[...] = result
+
+        return conv_nd(x, w, b, strides, dilations, begin, end, int(self.attr("group", 1)), epilogue)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
