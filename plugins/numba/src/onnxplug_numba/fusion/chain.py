@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext
 
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import step_for
-from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.fusion.runner import Call, ElementwiseRunner
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -50,7 +50,7 @@ class ChainKernel(Kernel):
         self.threads: ThreadControl = getattr(context.provider, "threads", None) or \
             ThreadControl(context.intra_op_num_threads)
         self.runner = ElementwiseRunner(self.program, self.threads)
-        self._fits: dict[tuple[tuple[int, ...], ...], bool] = {}
+        self._calls: dict[tuple[tuple[int, ...], ...], Call] = {}
         self._step_runners: dict[int, ElementwiseRunner] = {}
         self._lock = threading.Lock()
         shapes = [_static_shape(subgraph, n) for n in subgraph.inputs]
@@ -62,15 +62,19 @@ class ChainKernel(Kernel):
 
     def _fits_in_one_loop(self, shapes: tuple[tuple[int, ...], ...]) -> bool:
         """Whether every chain output has the full broadcast shape of the chain's inputs."""
-        found = self._fits.get(shapes)
-        if found is None:
-            known = dict(zip(self.subgraph.inputs, shapes))
-            for step in self.steps:
-                known[step.out] = tuple(np.broadcast_shapes(*[known[a] for a in step.args if a is not None]))
-            full = tuple(np.broadcast_shapes(*shapes))
-            found = all(known[o] == full for o in self.subgraph.outputs)
-            self._fits[shapes] = found
-        return found
+        known = dict(zip(self.subgraph.inputs, shapes))
+        for step in self.steps:
+            known[step.out] = tuple(np.broadcast_shapes(*[known[a] for a in step.args if a is not None]))
+        full = tuple(np.broadcast_shapes(*shapes))
+        return all(known[o] == full for o in self.subgraph.outputs)
+
+    def _call_for(self, shapes: tuple[tuple[int, ...], ...]) -> Call:
+        """One loop for the whole chain when the shapes allow it, else the chain step by step."""
+        call = self._calls.get(shapes)
+        if call is None:
+            call = self.runner.call_for(shapes) if self._fits_in_one_loop(shapes) else self._stepwise
+            self._calls[shapes] = call
+        return call
 
     def _step_runner(self, index: int) -> ElementwiseRunner:
         runner = self._step_runners.get(index)
@@ -86,12 +90,17 @@ class ChainKernel(Kernel):
     def _produced_dtype(self, name: str) -> str:
         return next(s.dtype for s in self.steps if s.out == name)
 
-    def compute(self, *inputs: Any) -> tuple[np.ndarray, ...]:
-        arrays = [np.asarray(x) for x in inputs]
-        if self._fits_in_one_loop(tuple(a.shape for a in arrays)):
-            return tuple(self.runner(*arrays))
+    def _stepwise(self, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         values = dict(zip(self.subgraph.inputs, arrays))
         for index, step in enumerate(self.steps):
             runner = self._step_runner(index)
             values[step.out] = runner(*[values[n] for n in runner.program.inputs])[0]
         return tuple(values[o] for o in self.subgraph.outputs)
+
+    def compute(self, *inputs: Any) -> tuple[np.ndarray, ...]:
+        try:
+            call = self._calls[tuple([x.shape for x in inputs])]
+        except (KeyError, AttributeError):  # shapes not met yet, or not arrays
+            arrays = [np.asarray(x) for x in inputs]
+            return self._call_for(tuple([a.shape for a in arrays]))(arrays)
+        return call(inputs)

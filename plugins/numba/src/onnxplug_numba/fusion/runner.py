@@ -12,6 +12,7 @@ import numpy as np
 
 from onnxplug_numba.fusion import cache, codegen
 from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.fusion.numpy_path import Call, numpy_call
 from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
 
 
@@ -74,7 +75,7 @@ class ElementwiseRunner:
         self.program = program
         self.threads = threads
         self._layouts: dict[tuple[tuple[int, ...], ...], Layout] = {}
-        self._prepared: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
+        self._calls: dict[tuple[tuple[int, ...], ...], Call] = {}
         self._kernels: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._lock = threading.Lock()
         self._out_dtypes = [np.dtype(d) for d in program.output_dtypes()]
@@ -103,10 +104,21 @@ class ElementwiseRunner:
             self._layouts[key] = layout
         return layout
 
-    def _prepare(self, shapes: tuple[tuple[int, ...], ...]) -> tuple[Any, ...]:
-        """What a call with these input shapes needs, worked out once: the compiled loop, the
-        output shape, the loop's extent and grain, and the per-input stride arrays (nd mode)."""
+    def call_for(self, shapes: tuple[tuple[int, ...], ...]) -> Call:
+        """The call plan for inputs of these shapes, worked out on the first call and memoised."""
+        call = self._calls.get(shapes)
+        if call is None:
+            call = self._calls[shapes] = self._make_call(shapes)
+        return call
+
+    def _make_call(self, shapes: tuple[tuple[int, ...], ...]) -> Call:
+        """A function of the input arrays that runs the compiled loop: the layout, output shape,
+        extent, grain and stride arrays are bound once here, so a call does no planning."""
         layout = self._layout(list(shapes))
+        out_shape, dtypes = layout.out_shape, tuple(self._out_dtypes)
+        tiny = numpy_call(self.program, out_shape)
+        if tiny is not None:
+            return tiny
         kernel = self.module(layout.mode, layout.kinds).kernel
         if layout.mode == "flat":
             total = int(layout.shape[0]) if layout.out_shape else 1
@@ -115,31 +127,51 @@ class ElementwiseRunner:
             inner = max(1, int(layout.shape[-1]))
             total = int(math.prod(layout.shape[:-1]))
             grain = max(1, PARALLEL_MIN_ELEMENTS // inner)
-        serial = not self.threads.parallel or total < 2 * grain
-        prepared = (layout.mode == "flat", kernel, layout.out_shape, total, grain, serial, layout.shape,
-                    layout.strides)
-        self._prepared[shapes] = prepared
-        return prepared
+        if total == 0:
+            return lambda inputs: tuple([np.empty(out_shape, dtype=d) for d in dtypes])
+        if layout.mode == "flat" and len(dtypes) == 1 and (not self.threads.parallel or total < 2 * grain):
+            return _flat_serial_call(kernel, total, out_shape, dtypes[0])
+        if layout.mode == "flat":
+            def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
+                return [x.ravel() for x in inputs]
+        else:
+            loop_shape, strides = layout.shape, layout.strides
 
-    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        """The program's outputs for ``inputs`` (broadcast together, ONNX style)."""
-        arrays = [x if x.flags.c_contiguous else np.ascontiguousarray(x) for x in map(np.asarray, inputs)]
-        shapes = tuple([a.shape for a in arrays])
-        prepared = self._prepared.get(shapes)
-        if prepared is None:
-            prepared = self._prepare(shapes)
-        flat, kernel, out_shape, total, grain, serial, loop_shape, strides = prepared
-        outs = [np.empty(out_shape, dtype=d) for d in self._out_dtypes]
-        if flat:
-            args: list[Any] = [a.reshape(-1) for a in arrays] + [o.reshape(-1) for o in outs]
-        else:
-            args = [loop_shape]
-            for a, st in zip(arrays, strides):
-                args += [a.reshape(-1), st]
-            args += [o.reshape(-1) for o in outs]
-        if serial:
-            if total > 0:
+            def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
+                args: list[Any] = [loop_shape]
+                for x, st in zip(inputs, strides):
+                    args += [x.ravel(), st]
+                return args
+        threads = self.threads
+        serial = not threads.parallel or total < 2 * grain
+
+        def call(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+            outs = tuple([np.empty(out_shape, dtype=d) for d in dtypes])
+            args = operands(inputs) + [o.ravel() for o in outs]
+            if serial:
                 kernel(0, total, *args)
-        else:
-            self.threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
-        return outs
+            else:
+                threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
+            return outs
+
+        return call
+
+    def __call__(self, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The program's outputs for ``inputs`` (broadcast together, ONNX style)."""
+        try:
+            call = self._calls[tuple([x.shape for x in inputs])]
+        except (KeyError, AttributeError):  # shapes not met yet, or not arrays
+            arrays = [np.asarray(x) for x in inputs]
+            return self.call_for(tuple([a.shape for a in arrays]))(arrays)
+        return call(inputs)
+
+
+def _flat_serial_call(kernel: Any, total: int, out_shape: tuple[int, ...], dtype: np.dtype) -> Call:
+    """The common small case: every input contiguous or one value, one output, on this thread."""
+    def call(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        out = np.empty(out_shape, dtype=dtype)
+        # ravel: a 1-D C-contiguous view (a copy only of an input that is not contiguous)
+        kernel(0, total, *[x.ravel() for x in inputs], out.ravel())
+        return (out,)
+
+    return call

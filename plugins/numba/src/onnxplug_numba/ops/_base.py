@@ -74,10 +74,15 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
     column bands of the result; ``bias`` (a vector over the last axis) is added to each band by
     the thread that computed it. ``native=False`` keeps a product off the prange path (for a
     caller whose next step runs on the pool, which the prange workers' spinning would slow)."""
+    if a.ndim == 2 and b.ndim == 2:
+        macs = a.size * b.shape[1]
+        if macs < NATIVE_MIN_MACS:
+            if macs >= OPENBLAS_SERIAL_MACS:
+                threads.blas()
+            # too small to share: ndarray.dot makes the same BLAS call with ~1.5 us less dispatch
+            y = a.dot(b)
+            return y if bias is None else _with_bias(y, bias)
     threads.blas()
-    if a.ndim == 2 and b.ndim == 2 and a.size * b.shape[1] < NATIVE_MIN_MACS:
-        # too small to share: ndarray.dot makes the same BLAS call with ~1.5 us less dispatch
-        return _with_bias(a.dot(b), bias)
     if a.ndim < 2 or b.ndim < 2 or not threads.parallel:
         return _with_bias(np.matmul(a, b), bias)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -107,6 +112,11 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
         threads.run(columns, n, max(32, n // (2 * threads.count)))
     return out
 
+
+#: Products below this many multiply-adds run on one thread inside OpenBLAS whatever its thread
+#: setting (its gemv threshold, 2304 x GEMM_MULTITHREAD_THRESHOLD 4; gemm's is higher), so they skip
+#: the setting's check (a ctypes call, ~0.4 us: much of a tiny product's cost).
+OPENBLAS_SERIAL_MACS = 9216
 
 #: Float32 products (with a 2-D right operand) from this many multiply-adds are shared in a numba
 #: prange region (kernels/native_parallel.py): hand-offs there cost microseconds, not tens of them.

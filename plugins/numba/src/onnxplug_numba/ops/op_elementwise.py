@@ -9,7 +9,7 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN, RULES, step_for
-from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.fusion.runner import Call, ElementwiseRunner
 from onnxplug_numba.ops._base import NumbaKernel
 from onnxplug_numba.provider import NumbaProvider, elementwise_opset_ok
 
@@ -20,6 +20,7 @@ class ElementwiseKernel(NumbaKernel):
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
         self._runners: dict[tuple[str, ...], tuple[ElementwiseRunner, list[int]]] = {}
+        self._calls: dict[tuple[tuple[tuple[int, ...], np.dtype], ...], Call] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -43,10 +44,23 @@ class ElementwiseKernel(NumbaKernel):
                 self._runners[key] = found
         return found
 
-    def compute(self, *inputs: np.ndarray | None) -> np.ndarray:
+    def _call_for(self, inputs: tuple[np.ndarray | None, ...]) -> Call:
+        """The runner's planned call for these inputs, reading each distinct input once."""
         runner, positions = self._runner(inputs)
-        return runner(*[inputs[i] for i in positions])[0]
+        call = runner.call_for(tuple([inputs[i].shape for i in positions]))  # type: ignore[union-attr]
+        if positions == list(range(len(inputs))):
+            return call
+        return lambda arrays: call([arrays[i] for i in positions])
 
+    def compute(self, *inputs: np.ndarray | None) -> np.ndarray:
+        try:
+            call = self._calls[tuple([(x.shape, x.dtype) for x in inputs])]  # type: ignore[union-attr]
+        except AttributeError:  # an omitted input (None) or a value that is not an array
+            runner, positions = self._runner(tuple(None if x is None else np.asarray(x) for x in inputs))
+            return runner(*[inputs[i] for i in positions])[0]
+        except KeyError:
+            call = self._calls[tuple([(x.shape, x.dtype) for x in inputs])] = self._call_for(inputs)
+        return call(inputs)[0]
 
 for _op in RULES:
     if _op != "Identity":  # Identity is a layout kernel (any dtype, no copy)

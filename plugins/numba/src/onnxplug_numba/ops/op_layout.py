@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 import numpy as np
-from onnxplug_sdk import Node
+from onnxplug_sdk import KernelContext, Node
 
 from onnxplug_numba.ops._base import PLAIN_DTYPES, HostKernel
 from onnxplug_numba.provider import NumbaProvider
@@ -163,9 +163,17 @@ class Slice(HostKernel):
 
 @op("Gather")
 class Gather(HostKernel):
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", 0))
+
     def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
-        axis = _axis(int(self.attr("axis", 0)), x.ndim, self.node)
-        return np.take(x, indices.astype(np.int64, copy=False), axis=axis)
+        axis = self.axis
+        if not 0 <= axis < x.ndim:
+            axis = _axis(axis, x.ndim, self.node)
+        if indices.dtype != np.int64:
+            indices = indices.astype(np.int64)
+        return x.take(indices, axis=axis)  # the method: np.take adds a Python-level wrapper
 
 
 @op("GatherElements")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
@@ -21,7 +22,7 @@ class Reduce(NumbaKernel):
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
         self.kind = kreduce.KINDS[node.op_type]
-        self._plans: dict[tuple, tuple | None] = {}  # type: ignore[type-arg]
+        self._calls: dict[Any, Callable[[np.ndarray], np.ndarray]] = {}  # by shape (and axes input)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -65,33 +66,48 @@ class Reduce(NumbaKernel):
         inner = int(math.prod(shape[axes[-1] + 1:])) if axes else 1
         return perm, outer, count, inner, out_shape
 
-    def compute(self, x: np.ndarray, axes_input: np.ndarray | None = None) -> np.ndarray:
-        key = (x.shape, None if axes_input is None else tuple(axes_input.reshape(-1).tolist()))
-        if key in self._plans:
-            plan = self._plans[key]
-        else:
-            plan = self._plans[key] = self._plan(x, axes_input)
+    def _make_call(self, x: np.ndarray, axes_input: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+        """The reduction of inputs shaped like ``x``, with the plan's numbers bound once."""
+        plan = self._plan(x, axes_input)
         if plan is None:
-            return x.copy()
+            return np.copy
         perm, outer, count, inner, out_shape = plan
-        if perm is not None:
-            x = np.transpose(x, perm)
-        x = np.ascontiguousarray(x)
-        kind = self.kind
-        if inner == 1:
-            out = np.empty(outer, dtype=x.dtype)
-            x2 = x.reshape(outer, count)
-            if outer < 2 * row_grain(count) or not self.threads.parallel:
-                kreduce.reduce_rows(x2, kind, out)
-            else:
-                self.threads.run(lambda lo, hi: kreduce.reduce_rows(x2[lo:hi], kind, out[lo:hi]), outer,
-                                 row_grain(count))
-        else:
-            out = np.empty((outer, inner), dtype=x.dtype)
-            x3 = x.reshape(outer, count, inner)
-            self.threads.run(lambda lo, hi: kreduce.reduce_middle(x3[lo:hi], kind, out[lo:hi]), outer,
-                             row_grain(count * inner))
-        return out.reshape(out_shape)
+        kind, threads = self.kind, self.threads
 
+        def arrange(x: np.ndarray) -> np.ndarray:
+            # ravel: one C-contiguous buffer (a copy only of a transposed or strided input)
+            return (x if perm is None else np.transpose(x, perm)).ravel()
+
+        if inner == 1 and (outer < 2 * row_grain(count) or not threads.parallel):
+            def rows_here(x: np.ndarray) -> np.ndarray:
+                out = np.empty(out_shape, dtype=x.dtype)
+                kreduce.reduce_rows(arrange(x).reshape(outer, count), kind, out.ravel())
+                return out
+
+            return rows_here
+        if inner == 1:
+            def rows_shared(x: np.ndarray) -> np.ndarray:
+                out = np.empty(outer, dtype=x.dtype)
+                x2 = arrange(x).reshape(outer, count)
+                threads.run(lambda lo, hi: kreduce.reduce_rows(x2[lo:hi], kind, out[lo:hi]), outer, row_grain(count))
+                return out.reshape(out_shape)
+
+            return rows_shared
+
+        def middle(x: np.ndarray) -> np.ndarray:
+            out = np.empty((outer, inner), dtype=x.dtype)
+            x3 = arrange(x).reshape(outer, count, inner)
+            threads.run(lambda lo, hi: kreduce.reduce_middle(x3[lo:hi], kind, out[lo:hi]), outer,
+                        row_grain(count * inner))
+            return out.reshape(out_shape)
+
+        return middle
+
+    def compute(self, x: np.ndarray, axes_input: np.ndarray | None = None) -> np.ndarray:
+        key = x.shape if axes_input is None else (x.shape, tuple(axes_input.reshape(-1).tolist()))
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = self._make_call(x, axes_input)
+        return call(x)
 
 register_all(NumbaProvider.kernel, kreduce.KINDS, Reduce)

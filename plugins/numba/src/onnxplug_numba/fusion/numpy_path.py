@@ -1,0 +1,65 @@
+"""Small single-op programs computed by numpy's ufuncs instead of the compiled loop.
+
+Calling a numba kernel costs a few microseconds of dispatch (typing each argument, flattening the
+operands); a numpy ufunc on a handful of elements costs well under one. Control-flow bodies run many
+such tiny ops (a loop condition, a counter increment), so for them the ufunc is used — but only for
+ops where it is bit-identical to the generated scalar expression and raises no floating-point
+warning the compiled loop would not: comparisons, logic, ``Abs``/``Neg``, ``Where``, ``IsNaN``, and
+integer ``Add``/``Sub``/``Mul`` (both wrap modulo 2**bits).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.fusion.ops import BOOL, INTS, NUMERIC, SIGNED, FLOATS
+
+#: Up to this many output elements a single exact op runs through numpy (measured: the ufunc's
+#: lead over the compiled loop's dispatch lasts well beyond this; above it the loop may go parallel).
+NUMPY_MAX_ELEMENTS = 4096
+
+#: op -> (ufunc, dtypes of its inputs for which it matches the generated expression exactly).
+_EXACT: dict[str, tuple[Callable[..., Any], frozenset[str]]] = {
+    "Equal": (np.equal, NUMERIC | BOOL), "Less": (np.less, NUMERIC), "Greater": (np.greater, NUMERIC),
+    "LessOrEqual": (np.less_equal, NUMERIC), "GreaterOrEqual": (np.greater_equal, NUMERIC),
+    "And": (np.logical_and, BOOL), "Or": (np.logical_or, BOOL), "Xor": (np.not_equal, BOOL),
+    "Not": (np.logical_not, BOOL), "IsNaN": (np.isnan, FLOATS),
+    "Abs": (np.absolute, NUMERIC), "Neg": (np.negative, FLOATS | SIGNED),
+    # integer arithmetic wraps the same way in both; float arithmetic is left to the loop, whose
+    # overflow to inf raises no numpy warning
+    "Add": (np.add, INTS), "Sub": (np.subtract, INTS), "Mul": (np.multiply, INTS),
+    "Where": (np.where, NUMERIC | BOOL),
+}
+
+#: A planned call: input arrays (of the shapes it was planned for) to output arrays.
+Call = Callable[[Sequence[np.ndarray]], tuple[np.ndarray, ...]]
+
+
+def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
+    """A ufunc call computing ``program`` exactly at ``out_shape``, or None if there is none."""
+    if len(program.steps) != 1 or len(program.outputs) != 1 or math.prod(out_shape) > NUMPY_MAX_ELEMENTS:
+        return None
+    step = program.steps[0]
+    found = _EXACT.get(step.op)
+    # the step's value dtype (Where: its second input's) must be one the ufunc matches exactly
+    if found is None or step.attrs or program.input_dtypes[-1] not in found[1]:
+        return None
+    ufunc = found[0]
+    dtype = np.dtype(step.dtype)
+    names = program.inputs
+    order = [names.index(a) for a in step.args if a is not None]  # repeated inputs are passed once
+    if ufunc is np.where:
+        def where(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+            return (np.where(*[inputs[i] for i in order]),)
+
+        return where
+
+    def call(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        # out=: a ufunc on 0-d arrays returns a numpy scalar, kernels return arrays
+        return (ufunc(*[inputs[i] for i in order], out=np.empty(out_shape, dtype=dtype)),)
+
+    return call

@@ -1,0 +1,100 @@
+"""Small tensors take shortcuts (numpy ufuncs, planned calls): their results must not change.
+
+The numpy path of a single exact op is compared bit for bit with the compiled loop the same
+program gets above the size limit (and with numpy written independently here), on edge values:
+NaN, +-0, +-inf, integer extremes that wrap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_test_helpers import node_model, run_numba, run_onnxruntime
+from onnxplug_numba.fusion import numpy_path
+from onnxplug_numba.fusion.codegen import Program
+from onnxplug_numba.fusion.ops import Step
+from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.threads import ThreadControl
+
+_FLOAT_EDGES = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -2.25, 3e38, -3e38, 1e-45]
+
+
+def _edge_values(dtype: np.dtype, count: int, rng: np.random.Generator) -> np.ndarray:
+    if dtype.kind == "b":
+        return rng.integers(0, 2, count).astype(bool)
+    if dtype.kind == "f":
+        return rng.choice(np.array(_FLOAT_EDGES, dtype=dtype), count)
+    info = np.iinfo(dtype)
+    return rng.choice(np.array([info.min, info.max, 0, 1, info.min + 1, info.max - 1], dtype=dtype), count)
+
+
+def _program(op: str, dtype: str) -> Program:
+    out_dtype = "bool" if op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
+                                 "Xor", "Not", "IsNaN") else dtype
+    if op == "Where":
+        return Program(("c", "a", "b"), ("bool", dtype, dtype), (Step(op, ("c", "a", "b"), "y", dtype),), ("y",))
+    if op in ("Abs", "Neg", "Not", "IsNaN"):
+        return Program(("a",), (dtype,), (Step(op, ("a",), "y", out_dtype),), ("y",))
+    return Program(("a", "b"), (dtype, dtype), (Step(op, ("a", "b"), "y", out_dtype),), ("y",))
+
+
+CASES = [(op, t) for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")
+         for t in ("float32", "float64", "int8", "uint64", "int64")] + \
+    [("Equal", "bool"), ("And", "bool"), ("Or", "bool"), ("Xor", "bool"), ("Not", "bool"),
+     ("IsNaN", "float32"), ("Abs", "float32"), ("Abs", "int8"), ("Abs", "uint8"), ("Neg", "float64"),
+     ("Neg", "int32"), ("Add", "int8"), ("Add", "uint64"), ("Sub", "uint8"), ("Sub", "int64"),
+     ("Mul", "int16"), ("Mul", "int64"), ("Where", "float32"), ("Where", "int64")]
+
+
+@pytest.mark.parametrize("op,dtype", CASES)
+def test_numpy_path_is_bit_identical_to_the_compiled_loop(rng, op, dtype):
+    program = _program(op, dtype)
+    runner = ElementwiseRunner(program, ThreadControl(1))
+    big = numpy_path.NUMPY_MAX_ELEMENTS + 1
+    inputs = [_edge_values(np.dtype(t), big, rng) for t in program.input_dtypes]
+    if len(inputs) > 1 and inputs[-2].dtype == inputs[-1].dtype:
+        inputs[-1][::3] = inputs[-2][::3]  # equal pairs too, for the comparisons
+    compiled = runner(*inputs)[0]  # above the limit: the generated loop
+    assert numpy_path.numpy_call(program, (big,)) is None
+    for shape in [(), (7,), (3, 5)]:
+        count = int(np.prod(shape))
+        small = [x[:count].reshape(shape) for x in inputs]
+        assert numpy_path.numpy_call(program, shape) is not None
+        got = runner(*small)[0]
+        assert isinstance(got, np.ndarray) and got.shape == shape and got.dtype == compiled.dtype
+        np.testing.assert_array_equal(got.ravel().view(np.uint8), compiled[:count].view(np.uint8))
+
+
+def test_numpy_path_broadcasts_and_reads_a_repeated_input_once(rng):
+    program = Program(("a", "b"), ("int64", "int64"), (Step("Sub", ("b", "a"), "y", "int64"),), ("y",))
+    runner = ElementwiseRunner(program, ThreadControl(1))
+    a = rng.integers(-50, 50, (3, 1)).astype(np.int64)
+    b = rng.integers(-50, 50, (4,)).astype(np.int64)
+    np.testing.assert_array_equal(runner(a, b)[0], b[None, :] - a)
+    square = Program(("a",), ("int32",), (Step("Mul", ("a", "a"), "y", "int32"),), ("y",))
+    x = np.array([3, -4, 46341], dtype=np.int32)  # 46341**2 wraps in int32
+    np.testing.assert_array_equal(ElementwiseRunner(square, ThreadControl(1))(x)[0], x * x)
+
+
+def test_float_arithmetic_stays_on_the_compiled_loop():
+    program = Program(("a", "b"), ("float32", "float32"), (Step("Add", ("a", "b"), "y", "float32"),), ("y",))
+    assert numpy_path.numpy_call(program, (4,)) is None
+
+
+@pytest.mark.parametrize("op", ["Less", "Add", "Abs"])
+def test_scalar_nodes_match_onnxruntime_over_repeated_calls(rng, op):
+    # the second and later calls take the memoised plan: they must give fresh, correct outputs
+    feeds_list = [{"a": np.array(rng.integers(-5, 5), np.int64), "b": np.array(rng.integers(-5, 5), np.int64)}
+                  for _ in range(3)]
+    inputs = {"a": feeds_list[0]["a"]} if op == "Abs" else feeds_list[0]
+    model = node_model(op, inputs)
+    _, session = run_numba(model, {k: feeds_list[0][k] for k in inputs})
+    results = []
+    for feeds in feeds_list:
+        feeds = {k: feeds[k] for k in inputs}
+        got = session.run(None, feeds)
+        np.testing.assert_array_equal(got[0], run_onnxruntime(model, feeds)[0])
+        results.append(got[0])
+    assert all(isinstance(r, np.ndarray) and r.shape == () for r in results)
+    assert len({id(r) for r in results}) == len(results)
