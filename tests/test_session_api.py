@@ -101,6 +101,7 @@ def test_profiling_writes_chrome_trace(tmp_path, add_relu_model):
     path = sess.end_profiling()
     events = json.loads(open(path).read())
     assert [e["name"] for e in events] == ["add", "relu"]
+    assert [e["args"]["op_name"] for e in events] == ["Add", "Relu"]  # the key onnxruntime's profiles use
     assert all(e["ph"] == "X" and e["dur"] >= 0 and e["args"]["provider"] == "numpy" for e in events)
 
 

@@ -6,6 +6,7 @@ reader (liveness), so peak memory stays close to the largest live set.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ class Step:
     scope_values: list[str] = field(default_factory=list)  # the same values as planned on this device
     to_device: Device | None = None
     release: list[str] = field(default_factory=list)
+    op_type: str = ""  # for profiles: the node's op type, or "A+B+..." for a fused subgraph
 
 
 @dataclass
@@ -113,7 +115,8 @@ def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Gro
                     transfers.setdefault(dev, p)
         outs = [_located(o, dev) if o else "" for o in group.outputs]
         steps.append(Step(group.name, "fused" if group.fused else "node", p, ins, outs,
-                          make_kernel(group), scope, scope_values))
+                          make_kernel(group), scope, scope_values,
+                          op_type="+".join(n.op_type for n in group.nodes)))
 
     outputs = {}
     for vi in graph.outputs:
@@ -138,7 +141,8 @@ class RunStats:
     """What a run measured when asked: step timings, the peak of live intermediate bytes, and the
     bytes of all intermediates together (the peak a runtime without liveness would reach)."""
 
-    events: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    #: (step name, kind, op type, provider, start, duration) per step run
+    events: list[tuple[str, str, str, str, float, float]] = field(default_factory=list)
     peak_live_bytes: int = 0
     produced_bytes: int = 0
 
@@ -161,23 +165,16 @@ def _copy(step: Step, value: Any) -> Any:
 def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None = None,
              stats: RunStats | None = None) -> dict[str, Any]:
     """Run the plan on ``feeds`` (and outer-scope values) and return the graph outputs by name."""
-    if stats is not None:  # profiling: the step loop, which can time each step
+    # a top-level run: ONNX wants inf/NaN at domain edges, not numpy warnings (nested runs inherit it)
+    with np.errstate(all="ignore") if scope is None else contextlib.nullcontext():
+        if stats is None:
+            return dict(zip(plan.outputs, run_compiled(plan, feeds, scope)))
+        # profiling: the step loop, which can time each step
         values: dict[str, Any] = dict(plan.constants)
-        if scope:
-            values.update(scope)
+        values.update(scope or {})
         values.update(feeds)
-        if scope is None:
-            with np.errstate(all="ignore"):
-                _run_steps(plan, values, stats)
-        else:
-            _run_steps(plan, values, stats)
-        return {name: values[planned] for name, planned in plan.outputs.items()}
-    if scope is None:  # a top-level run: ONNX wants inf/NaN at domain edges, not numpy warnings
-        with np.errstate(all="ignore"):
-            results = run_compiled(plan, feeds, None)
-    else:
-        results = run_compiled(plan, feeds, scope)
-    return dict(zip(plan.outputs, results))
+        _run_steps(plan, values, stats)
+    return {name: values[planned] for name, planned in plan.outputs.items()}
 
 
 def run_compiled(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None) -> tuple:
@@ -240,7 +237,7 @@ def _run_steps(plan: Plan, values: dict[str, Any], stats: RunStats | None) -> No
 
 def _account(stats: RunStats, step: Step, values: dict[str, Any], live: int, plan: Plan, t0: float) -> int:
     """Record a step's timing and the live bytes after it (``enable_profiling``)."""
-    stats.events.append((step.name, step.kind, step.provider.name if step.provider else "",
+    stats.events.append((step.name, step.kind, step.op_type, step.provider.name if step.provider else "",
                          t0, time.perf_counter() - t0))
     produced = sum(_nbytes(values.get(n)) for n in step.outputs if n)
     live += produced

@@ -11,7 +11,6 @@ A kernel that raises is found from the traceback's line number, so the error sti
 from __future__ import annotations
 
 import itertools
-import keyword
 from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -137,5 +136,4 @@ def _generate(plan: Plan) -> tuple[str, dict[str, Any], dict[int, int]]:
     returned = ", ".join(ref(v) for v in plan.outputs.values())
     emit(f"return ({returned}{',' if len(plan.outputs) == 1 else ''})")
     body = "\n".join(lines) if lines else "        pass"
-    assert not any(keyword.iskeyword(k) for k in closure)
     return f"    def _run(feeds, scope):\n{body}", closure, step_of_line

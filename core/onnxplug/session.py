@@ -259,8 +259,8 @@ class InferenceSession:
     def _record_profile(self, stats: RunStats) -> None:
         events = [{"cat": "Node" if kind != "copy" else "Copy", "name": name, "ph": "X", "pid": os.getpid(),
                    "tid": threading.get_ident(), "ts": (t0 - self._profile_origin) * 1e6, "dur": dur * 1e6,
-                   "args": {"provider": provider, "kind": kind}}
-                  for name, kind, provider, t0, dur in stats.events]
+                   "args": {"op_name": op_type, "provider": provider, "kind": kind}}
+                  for name, kind, op_type, provider, t0, dur in stats.events]
         with self._profile_lock:
             self._profile_events.extend(events)
 
