@@ -9,6 +9,7 @@ Conv is computed in one of three vectorised ways, all BLAS-backed or elementwise
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -79,7 +80,11 @@ def windows(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
     shape = xp.shape[:lead] + tuple(out) + tuple(kernel)
     strides = st[:lead] + tuple(st[lead + i] * strides[i] for i in range(nd)) + \
         tuple(st[lead + i] * dilations[i] for i in range(nd))
-    return as_strided(xp, shape, strides, writeable=False)
+    if not xp.flags.c_contiguous:
+        return as_strided(xp, shape, strides, writeable=False)
+    view = np.ndarray(shape, xp.dtype, buffer=xp, strides=strides)  # as_strided, 3x cheaper
+    view.flags.writeable = False
+    return view
 
 
 def im2col(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
@@ -91,7 +96,7 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilati
     out_sp = win.shape[2:2 + nd]
     perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
     cols = np.ascontiguousarray(win.transpose(perm))
-    return cols.reshape(n, group, (c // group) * int(np.prod(kernel)), int(np.prod(out_sp))), out_sp
+    return cols.reshape(n, group, (c // group) * int(math.prod(kernel)), int(math.prod(out_sp))), out_sp
 
 
 def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
@@ -133,9 +138,9 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: 
     wm = w.reshape(group, m // group, -1)
     win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
     out_sp = win.shape[2:2 + nd]
-    y = np.empty((n, group, m // group, int(np.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
+    y = np.empty((n, group, m // group, int(math.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
     perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
-    inner = int(np.prod(out_sp[1:]))
+    inner = int(math.prod(out_sp[1:]))
     bands = min(max(1, -(-PRODUCT_THREADS.threads // n)), out_sp[0]) if out_sp[0] else 1
     rows = -(-out_sp[0] // bands) if out_sp[0] else 0
 
@@ -147,8 +152,8 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: 
             np.matmul(wm, cols.reshape(group, wm.shape[-1], -1), out=y[i, :, :, r0 * inner:r1 * inner])
 
     if not parallel_for(n * bands, unit, y.size * wm.shape[-1]):
-        cols, _ = im2col(xp, kernel, strides, dilations, group)
-        matmul(wm, cols, out=y)
+        cols = np.ascontiguousarray(win.transpose(perm))
+        matmul(wm, cols.reshape(n, group, wm.shape[-1], -1), out=y)
     return y.reshape((n, m) + tuple(out_sp))
 
 
@@ -159,7 +164,7 @@ def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int)
     n, c = xp.shape[:2]
     out_sp = xp.shape[2:]
     m = w.shape[0]
-    p = int(np.prod(out_sp))
+    p = int(math.prod(out_sp))
     if group == 1:
         y = matmul(w.reshape(m, c), xp.reshape(n, c, p))
     else:
@@ -195,8 +200,8 @@ def conv_transpose_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride
     m = mg * group
     if w.shape[0] != c:
         raise ValueError(f"ConvTranspose: input has {c} channels but weight has {w.shape[0]}")
-    p = int(np.prod(in_sp))
-    kk = int(np.prod(kernel))
+    p = int(math.prod(in_sp))
+    kk = int(math.prod(kernel))
     wt = w.reshape(group, c // group, mg * kk).transpose(0, 2, 1)  # (G, Mg*K, Cg)
     cols = matmul(wt, x.reshape(n, group, c // group, p))  # (N, G, Mg*K, P)
     cols = cols.reshape((n, m) + tuple(kernel) + tuple(in_sp))
