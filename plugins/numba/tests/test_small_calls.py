@@ -98,3 +98,36 @@ def test_scalar_nodes_match_onnxruntime_over_repeated_calls(rng, op):
         results.append(got[0])
     assert all(isinstance(r, np.ndarray) and r.shape == () for r in results)
     assert len({id(r) for r in results}) == len(results)
+
+
+@pytest.mark.parametrize("axes,keepdims", [([1], 0), ([0, 2], 0), ([0, 2], 1), (None, 0)])
+def test_reduction_plans_are_reused_correctly_across_calls(rng, axes, keepdims):
+    x0 = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    init = {"axes": np.array(axes, dtype=np.int64)} if axes is not None else {}
+    model = node_model("ReduceMax", {"x": x0}, initializers=init, opset=18, keepdims=keepdims)
+    _, session = run_numba(model, {"x": x0})
+    for _ in range(3):  # same shape, new values: the memoised plan must read the new input
+        x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_with_scalar_and_negative_indices(rng, index_dtype, axis):
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    for index in (np.array(-1, index_dtype), np.array([[0, -2], [1, 2]], index_dtype)):
+        model = node_model("Gather", {"x": x, "i": index}, axis=axis)
+        _, session = run_numba(model, {"x": x, "i": index})
+        for _ in range(2):  # a second call too: the kernel keeps what it worked out on the first
+            feeds = {"x": rng.standard_normal(x.shape).astype(np.float32), "i": index}
+            np.testing.assert_array_equal(session.run(None, feeds)[0], run_onnxruntime(model, feeds)[0])
+
+
+def test_tiny_matmul_matches_onnxruntime_over_repeated_calls(rng):
+    a0, w = rng.standard_normal((1, 32)).astype(np.float32), rng.standard_normal((32, 64)).astype(np.float32)
+    model = node_model("MatMul", {"a": a0}, initializers={"w": w})
+    _, session = run_numba(model, {"a": a0})
+    for _ in range(3):
+        a = rng.standard_normal((1, 32)).astype(np.float32)
+        np.testing.assert_allclose(session.run(None, {"a": a})[0], run_onnxruntime(model, {"a": a})[0],
+                                   rtol=1e-5, atol=1e-5)

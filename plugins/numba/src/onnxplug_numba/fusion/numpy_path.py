@@ -50,16 +50,10 @@ def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
         return None
     ufunc = found[0]
     dtype = np.dtype(step.dtype)
-    names = program.inputs
-    order = [names.index(a) for a in step.args if a is not None]  # repeated inputs are passed once
+    order = [program.inputs.index(a) for a in step.args if a is not None]  # a repeated input is passed once
     if ufunc is np.where:
-        def where(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-            return (np.where(*[inputs[i] for i in order]),)
-
-        return where
-
-    def call(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        return lambda inputs: (np.where(*[inputs[i] for i in order]),)
+    if order == list(range(len(program.inputs))):  # the usual case: the inputs as they come
         # out=: a ufunc on 0-d arrays returns a numpy scalar, kernels return arrays
-        return (ufunc(*[inputs[i] for i in order], out=np.empty(out_shape, dtype=dtype)),)
-
-    return call
+        return lambda inputs: (ufunc(*inputs, out=np.empty(out_shape, dtype=dtype)),)
+    return lambda inputs: (ufunc(*[inputs[i] for i in order], out=np.empty(out_shape, dtype=dtype)),)

@@ -129,8 +129,8 @@ class ElementwiseRunner:
             grain = max(1, PARALLEL_MIN_ELEMENTS // inner)
         if total == 0:
             return lambda inputs: tuple([np.empty(out_shape, dtype=d) for d in dtypes])
-        if layout.mode == "flat" and len(dtypes) == 1 and (not self.threads.parallel or total < 2 * grain):
-            return _flat_serial_call(kernel, total, out_shape, dtypes[0])
+        if layout.mode == "flat" and (not self.threads.parallel or total < 2 * grain):
+            return _flat_serial_call(kernel, total, out_shape, dtypes)
         if layout.mode == "flat":
             def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
                 return [x.ravel() for x in inputs]
@@ -166,12 +166,24 @@ class ElementwiseRunner:
         return call(inputs)
 
 
-def _flat_serial_call(kernel: Any, total: int, out_shape: tuple[int, ...], dtype: np.dtype) -> Call:
-    """The common small case: every input contiguous or one value, one output, on this thread."""
-    def call(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-        out = np.empty(out_shape, dtype=dtype)
-        # ravel: a 1-D C-contiguous view (a copy only of an input that is not contiguous)
-        kernel(0, total, *[x.ravel() for x in inputs], out.ravel())
-        return (out,)
+def _flat_serial_call(kernel: Any, total: int, out_shape: tuple[int, ...], dtypes: tuple[np.dtype, ...]) -> Call:
+    """The common small case: every input contiguous or one value, on this thread.
 
-    return call
+    ravel gives each operand as a 1-D C-contiguous view (a copy only of an input that is not
+    contiguous); one output, the usual case, skips the list of outputs."""
+    if len(dtypes) == 1:
+        dtype = dtypes[0]
+
+        def one(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+            out = np.empty(out_shape, dtype=dtype)
+            kernel(0, total, *[x.ravel() for x in inputs], out.ravel())
+            return (out,)
+
+        return one
+
+    def several(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        outs = tuple([np.empty(out_shape, dtype=d) for d in dtypes])
+        kernel(0, total, *[x.ravel() for x in inputs], *[o.ravel() for o in outs])
+        return outs
+
+    return several

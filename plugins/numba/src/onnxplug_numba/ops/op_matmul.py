@@ -7,7 +7,7 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.kernels import conv as kconv
-from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
+from onnxplug_numba.ops._base import FLOAT_TYPES, OPENBLAS_SERIAL_MACS, NumbaKernel, all_present_same, matmul
 from onnxplug_numba.ops.op_conv import fused_activation
 from onnxplug_numba.provider import NumbaProvider
 
@@ -21,6 +21,8 @@ class MatMul(NumbaKernel):
         return all_present_same(view, node, FLOAT_TYPES)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.ndim == 2 and b.ndim == 2 and a.size * b.shape[1] < OPENBLAS_SERIAL_MACS:
+            return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
         return matmul(a, b, self.threads)
 
 

@@ -79,9 +79,11 @@ class Reduce(NumbaKernel):
             return (x if perm is None else np.transpose(x, perm)).ravel()
 
         if inner == 1 and (outer < 2 * row_grain(count) or not threads.parallel):
-            def rows_here(x: np.ndarray) -> np.ndarray:
+            def rows_here(x: np.ndarray) -> np.ndarray:  # the usual small case: no closure calls
                 out = np.empty(out_shape, dtype=x.dtype)
-                kreduce.reduce_rows(arrange(x).reshape(outer, count), kind, out.ravel())
+                if perm is not None:
+                    x = np.transpose(x, perm)
+                kreduce.reduce_rows(x.ravel().reshape(outer, count), kind, out.ravel())
                 return out
 
             return rows_here
@@ -109,5 +111,6 @@ class Reduce(NumbaKernel):
         if call is None:
             call = self._calls[key] = self._make_call(x, axes_input)
         return call(x)
+
 
 register_all(NumbaProvider.kernel, kreduce.KINDS, Reduce)
