@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 
-from numba_test_helpers import node_model, run_numba, run_onnxruntime
+from numba_test_helpers import assert_close, node_model, run_numba, run_onnxruntime
 from onnxplug_numba.fusion import numpy_path
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import Step
@@ -131,3 +132,19 @@ def test_tiny_matmul_matches_onnxruntime_over_repeated_calls(rng):
         a = rng.standard_normal((1, 32)).astype(np.float32)
         np.testing.assert_allclose(session.run(None, {"a": a})[0], run_onnxruntime(model, {"a": a})[0],
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_chain_output_copied_by_identity_is_not_written_twice(rng):
+    nodes = [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Tanh", ["s"], ["h"]),
+             helper.make_node("Identity", ["h"], ["h_copy"]), helper.make_node("Abs", ["h"], ["a"])]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("h", "h_copy", "a")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [8])], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    _, session = run_numba(model, {"x": np.zeros((2, 8), np.float32), "b": np.zeros(8, np.float32)})
+    (step,) = session._plan.steps
+    assert step.kind == "fused" and step.kernel.program.outputs == ("h", "a")
+    for _ in range(2):
+        feeds = {"x": rng.standard_normal((2, 8)).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32)}
+        got = session.run(None, feeds)
+        assert_close(got, run_onnxruntime(model, feeds))

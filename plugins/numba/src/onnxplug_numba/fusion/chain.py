@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 from typing import Any, Sequence
 
@@ -9,7 +10,7 @@ import numpy as np
 from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext
 
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.ops import step_for
+from onnxplug_numba.fusion.ops import Step, step_for
 from onnxplug_numba.fusion.runner import Call, ElementwiseRunner
 from onnxplug_numba.threads import ThreadControl
 
@@ -19,6 +20,29 @@ def _static_shape(subgraph: FusedSubgraph, name: str) -> tuple[int, ...] | None:
     if t is None or t.shape is None:
         return None
     return tuple(d if isinstance(d, int) else 1 for d in t.shape)  # symbolic dims: batch 1
+
+
+def written_outputs(steps: Sequence[Step], outputs: tuple[str, ...]) -> tuple[tuple[str, ...], Any]:
+    """The values the loop writes, and an itemgetter giving the chain's outputs from them (None
+    when they are the chain's outputs).
+
+    A chain output that Identity steps copy from a value the loop computes is returned as that
+    value's array, as the single-node Identity kernel does (no copy): one array fewer to allocate
+    and write. (A Loop body's scan output is often such a copy of its carried state.)"""
+    source = {s.out: s.args[0] for s in steps if s.op == "Identity"}
+    produced = {s.out for s in steps}
+    written: list[str] = []
+    index = []
+    for out in outputs:
+        root = out
+        while root in source and source[root] in produced:
+            root = source[root]  # type: ignore[assignment]
+        if root not in written:
+            written.append(root)
+        index.append(written.index(root))
+    if len(written) == len(outputs):
+        return outputs, None
+    return tuple(written), operator.itemgetter(*index)
 
 
 class ChainKernel(Kernel):
@@ -46,7 +70,8 @@ class ChainKernel(Kernel):
         self.steps = tuple(steps)
         dtypes = tuple(np.dtype(view.dtype_of(n)).name for n in subgraph.inputs)  # type: ignore[arg-type]
         self.input_dtypes = dict(zip(subgraph.inputs, dtypes))
-        self.program = Program(tuple(subgraph.inputs), dtypes, self.steps, tuple(subgraph.outputs))
+        written, self._pick = written_outputs(self.steps, tuple(subgraph.outputs))
+        self.program = Program(tuple(subgraph.inputs), dtypes, self.steps, written)
         self.threads: ThreadControl = getattr(context.provider, "threads", None) or \
             ThreadControl(context.intra_op_num_threads)
         self.runner = ElementwiseRunner(self.program, self.threads)
@@ -72,7 +97,13 @@ class ChainKernel(Kernel):
         """One loop for the whole chain when the shapes allow it, else the chain step by step."""
         call = self._calls.get(shapes)
         if call is None:
-            call = self.runner.call_for(shapes) if self._fits_in_one_loop(shapes) else self._stepwise
+            if not self._fits_in_one_loop(shapes):
+                call = self._stepwise
+            elif self._pick is None:
+                call = self.runner.call_for(shapes)
+            else:
+                loop, pick = self.runner.call_for(shapes), self._pick
+                call = lambda arrays: pick(loop(arrays))  # noqa: E731
             self._calls[shapes] = call
         return call
 
