@@ -148,3 +148,17 @@ def test_chain_output_copied_by_identity_is_not_written_twice(rng):
         feeds = {"x": rng.standard_normal((2, 8)).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32)}
         got = session.run(None, feeds)
         assert_close(got, run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("activation", ["Tanh", "Relu", "Sigmoid"])
+def test_fused_matmul_activation_over_repeated_calls(rng, activation):
+    # the activation is read once at kernel creation; numpy (written here) is the oracle
+    a0, w = rng.standard_normal((3, 8)).astype(np.float32), rng.standard_normal((8, 5)).astype(np.float32)
+    model = node_model("FusedMatMul", {"a": a0}, initializers={"w": w}, domain="com.onnxplug",
+                       activation=activation)
+    oracle = {"Tanh": np.tanh, "Relu": lambda y: np.maximum(y, 0), "Sigmoid": lambda y: 1 / (1 + np.exp(-y))}
+    _, session = run_numba(model, {"a": a0})
+    for _ in range(2):
+        a = rng.standard_normal((3, 8)).astype(np.float32)
+        expected = oracle[activation](a.astype(np.float64) @ w.astype(np.float64))
+        np.testing.assert_allclose(session.run(None, {"a": a})[0], expected, rtol=1e-5, atol=1e-5)

@@ -77,6 +77,19 @@ def fused_activation(node: Node) -> tuple[int, float, float] | None:
     return kconv.ACTIVATIONS[act], 0.0, 0.0
 
 
+#: The epilogue's bias argument for a product without one (read only, so shared across calls).
+_NO_BIAS = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64): np.zeros(1, np.float64)}
+
+
+def activation_in_place(y: np.ndarray, act: tuple[int, float, float]) -> np.ndarray:
+    """``y`` (a fresh product, C-contiguous) with a fused activation ``act`` applied in place."""
+    code, alpha, beta = act
+    if code and y.size:
+        y3 = y.reshape(1, 1, -1)
+        kconv.epilogue(y3, _NO_BIAS.get(y.dtype, np.zeros(1, y.dtype)), y3, False, code, alpha, beta)
+    return y
+
+
 @NumbaProvider.kernel("FusedConv", domain=FUSED_DOMAIN)
 @NumbaProvider.kernel("FusedConv", domain="com.microsoft")
 class FusedConv(Conv):
@@ -87,10 +100,13 @@ class FusedConv(Conv):
     def supports(cls, node: Node, view: GraphView) -> bool:
         return conv_supported(node, view) and fused_activation(node) is not None
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.act = fused_activation(node)  # read once, not per call
+
     def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                 z: np.ndarray | None = None) -> np.ndarray:
-        act = fused_activation(self.node)
-        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=act)
+        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=self.act)
 
 
 @NumbaProvider.kernel("ConvTranspose")

@@ -10,10 +10,9 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN, Step
 from onnxplug_numba.fusion.runner import ElementwiseRunner
-from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same, matmul
-from onnxplug_numba.ops.op_conv import fused_activation
+from onnxplug_numba.ops.op_conv import activation_in_place, fused_activation
 from onnxplug_numba.ops.op_norm import LayerNormalization, _rows
 from onnxplug_numba.provider import NumbaProvider
 
@@ -34,13 +33,12 @@ class FusedMatMul(_FloatKernel):
     def supports(cls, node: Node, view: GraphView) -> bool:
         return super().supports(node, view) and fused_activation(node) is not None
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.act = fused_activation(node)  # read once, not per call
+
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        y = matmul(a, b, self.threads)
-        code, alpha, beta = fused_activation(self.node)  # type: ignore[misc]
-        if code and y.size:
-            y3 = y.reshape(1, 1, -1)
-            kconv.epilogue(y3, np.zeros(1, dtype=y.dtype), y3, False, code, alpha, beta)
-        return y
+        return activation_in_place(matmul(a, b, self.threads), self.act)  # type: ignore[arg-type]
 
 
 @op("BiasGelu", domain=FUSED_DOMAIN)

@@ -6,9 +6,8 @@ import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
-from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.ops._base import FLOAT_TYPES, OPENBLAS_SERIAL_MACS, NumbaKernel, all_present_same, matmul
-from onnxplug_numba.ops.op_conv import fused_activation
+from onnxplug_numba.ops.op_conv import activation_in_place, fused_activation
 from onnxplug_numba.provider import NumbaProvider
 
 
@@ -71,10 +70,9 @@ class FusedGemm(Gemm):
     def supports(cls, node: Node, view: GraphView) -> bool:
         return all_present_same(view, node, FLOAT_TYPES) and fused_activation(node) is not None
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.act = fused_activation(node)  # read once, not per call
+
     def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
-        y = self.product(a, b, c)
-        code, alpha, beta = fused_activation(self.node)  # type: ignore[misc]
-        if code:
-            y3 = y.reshape(1, 1, -1)
-            kconv.epilogue(y3, np.zeros(1, dtype=y.dtype), y3, False, code, alpha, beta)
-        return y
+        return activation_in_place(self.product(a, b, c), self.act)  # type: ignore[arg-type]
