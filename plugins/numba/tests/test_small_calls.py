@@ -1,18 +1,20 @@
-"""Small tensors take shortcuts (numpy ufuncs, planned calls): their results must not change.
+"""Small tensors take shortcuts (numpy ufuncs, memoised and generated call plans): results must not change.
 
 The numpy path of a single exact op is compared bit for bit with the compiled loop the same
 program gets above the size limit (and with numpy written independently here), on edge values:
-NaN, +-0, +-inf, integer extremes that wrap.
+NaN, +-0, +-inf, integer extremes that wrap. Kernels whose calls are planned once per shape are run
+again on new values of the same shapes and compared with onnxruntime (or numpy).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
 from numba_test_helpers import assert_close, node_model, run_numba, run_onnxruntime
-from onnxplug_numba.fusion import numpy_path
+from onnxplug_numba.fusion import calls, numpy_path
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import Step
 from onnxplug_numba.fusion.runner import ElementwiseRunner
@@ -162,3 +164,51 @@ def test_fused_matmul_activation_over_repeated_calls(rng, activation):
         a = rng.standard_normal((3, 8)).astype(np.float32)
         expected = oracle[activation](a.astype(np.float64) @ w.astype(np.float64))
         np.testing.assert_allclose(session.run(None, {"a": a})[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_dispatcher_routes_new_shapes_and_non_arrays_to_the_first_call_only():
+    seen = []
+    table: dict = {}
+
+    def first(*xs):
+        seen.append(xs)
+        table[calls.shape_key([np.asarray(x) for x in xs], with_dtypes=True)] = lambda *ys: ("planned",)
+        return ("first",)
+
+    dispatch = calls.dispatcher(2, table, first, with_dtypes=True)
+    a, b = np.zeros((2, 3), np.float32), np.zeros(3, np.float32)
+    assert dispatch(a, b) == ("first",) and dispatch(a, b) == ("planned",)
+    assert dispatch(a, b.astype(np.float64)) == ("first",)  # another dtype: planned anew
+    assert dispatch(1.5, b) == ("first",) and dispatch(1.5, b) == ("first",)  # no .shape: never looked up
+    assert len(seen) == 4
+
+    def failing(*xs):
+        raise KeyError("inside the planned call")
+
+    table[calls.shape_key([a, b], with_dtypes=True)] = failing
+    with pytest.raises(KeyError, match="inside the planned call"):  # not mistaken for a missing plan
+        dispatch(a, b)
+
+
+def test_flat_serial_call_returns_a_repeated_output_as_one_array(rng):
+    program = Program(("a", "b"), ("float32", "float32"),
+                      (Step("Add", ("a", "b"), "s", "float32"), Step("Abs", ("s",), "y", "float32")), ("s", "y"))
+    runner = ElementwiseRunner(program, ThreadControl(1), returned=(0, 1, 0))
+    a, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    s, y, s_again = runner(a, b)
+    np.testing.assert_array_equal(s, a + b)
+    np.testing.assert_array_equal(y, np.abs(a + b))
+    assert s_again is s
+
+
+def test_clip_with_an_omitted_bound_over_repeated_calls(rng):
+    x0 = rng.standard_normal((3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Clip", ["x", "", "hi"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "hi")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    _, session = run_numba(model, {"x": x0})
+    for _ in range(2):
+        x = rng.standard_normal((3, 4)).astype(np.float32)
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])

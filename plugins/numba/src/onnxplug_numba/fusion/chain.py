@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import operator
 import threading
 from typing import Any, Sequence
 
 import numpy as np
 from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext
 
+from onnxplug_numba.fusion import calls
+from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import Step, step_for
-from onnxplug_numba.fusion.runner import Call, ElementwiseRunner
+from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -22,9 +23,9 @@ def _static_shape(subgraph: FusedSubgraph, name: str) -> tuple[int, ...] | None:
     return tuple(d if isinstance(d, int) else 1 for d in t.shape)  # symbolic dims: batch 1
 
 
-def written_outputs(steps: Sequence[Step], outputs: tuple[str, ...]) -> tuple[tuple[str, ...], Any]:
-    """The values the loop writes, and an itemgetter giving the chain's outputs from them (None
-    when they are the chain's outputs).
+def written_outputs(steps: Sequence[Step], outputs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
+    """The values the loop writes, and for each chain output its position among them (None when
+    they are the chain's outputs).
 
     A chain output that Identity steps copy from a value the loop computes is returned as that
     value's array, as the single-node Identity kernel does (no copy): one array fewer to allocate
@@ -42,7 +43,7 @@ def written_outputs(steps: Sequence[Step], outputs: tuple[str, ...]) -> tuple[tu
         index.append(written.index(root))
     if len(written) == len(outputs):
         return outputs, None
-    return tuple(written), operator.itemgetter(*index)
+    return tuple(written), tuple(index)
 
 
 class ChainKernel(Kernel):
@@ -70,12 +71,13 @@ class ChainKernel(Kernel):
         self.steps = tuple(steps)
         dtypes = tuple(np.dtype(view.dtype_of(n)).name for n in subgraph.inputs)  # type: ignore[arg-type]
         self.input_dtypes = dict(zip(subgraph.inputs, dtypes))
-        written, self._pick = written_outputs(self.steps, tuple(subgraph.outputs))
+        written, returned = written_outputs(self.steps, tuple(subgraph.outputs))
         self.program = Program(tuple(subgraph.inputs), dtypes, self.steps, written)
         self.threads: ThreadControl = getattr(context.provider, "threads", None) or \
             ThreadControl(context.intra_op_num_threads)
-        self.runner = ElementwiseRunner(self.program, self.threads)
-        self._calls: dict[tuple[tuple[int, ...], ...], Call] = {}
+        self.runner = ElementwiseRunner(self.program, self.threads, returned)
+        self._calls: dict[tuple[Any, ...], Call] = {}
+        self._dispatch = calls.dispatcher(len(subgraph.inputs), self._calls, self._first_call)
         self._step_runners: dict[int, ElementwiseRunner] = {}
         self._lock = threading.Lock()
         shapes = [_static_shape(subgraph, n) for n in subgraph.inputs]
@@ -93,19 +95,14 @@ class ChainKernel(Kernel):
         full = tuple(np.broadcast_shapes(*shapes))
         return all(known[o] == full for o in self.subgraph.outputs)
 
-    def _call_for(self, shapes: tuple[tuple[int, ...], ...]) -> Call:
-        """One loop for the whole chain when the shapes allow it, else the chain step by step."""
-        call = self._calls.get(shapes)
-        if call is None:
-            if not self._fits_in_one_loop(shapes):
-                call = self._stepwise
-            elif self._pick is None:
-                call = self.runner.call_for(shapes)
-            else:
-                loop, pick = self.runner.call_for(shapes), self._pick
-                call = lambda arrays: pick(loop(arrays))  # noqa: E731
-            self._calls[shapes] = call
-        return call
+    def _first_call(self, *inputs: Any) -> tuple[np.ndarray, ...]:
+        """Plan the call for these shapes: one loop for the whole chain when they allow it, else
+        the chain step by step."""
+        arrays = [np.asarray(x) for x in inputs]
+        shapes = tuple([a.shape for a in arrays])
+        fits = self._fits_in_one_loop(shapes)
+        call = self._calls[shapes] = self.runner.call_for(shapes) if fits else self._stepwise
+        return call(*arrays)
 
     def _step_runner(self, index: int) -> ElementwiseRunner:
         runner = self._step_runners.get(index)
@@ -121,7 +118,7 @@ class ChainKernel(Kernel):
     def _produced_dtype(self, name: str) -> str:
         return next(s.dtype for s in self.steps if s.out == name)
 
-    def _stepwise(self, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def _stepwise(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         values = dict(zip(self.subgraph.inputs, arrays))
         for index, step in enumerate(self.steps):
             runner = self._step_runner(index)
@@ -129,9 +126,4 @@ class ChainKernel(Kernel):
         return tuple(values[o] for o in self.subgraph.outputs)
 
     def compute(self, *inputs: Any) -> tuple[np.ndarray, ...]:
-        try:
-            call = self._calls[tuple([x.shape for x in inputs])]
-        except (KeyError, AttributeError):  # shapes not met yet, or not arrays
-            arrays = [np.asarray(x) for x in inputs]
-            return self._call_for(tuple([a.shape for a in arrays]))(arrays)
-        return call(inputs)
+        return self._dispatch(*inputs)

@@ -12,10 +12,11 @@ integer ``Add``/``Sub``/``Mul`` (both wrap modulo 2**bits).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
+from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import BOOL, INTS, NUMERIC, SIGNED, FLOATS
 
@@ -36,10 +37,6 @@ _EXACT: dict[str, tuple[Callable[..., Any], frozenset[str]]] = {
     "Where": (np.where, NUMERIC | BOOL),
 }
 
-#: A planned call: input arrays (of the shapes it was planned for) to output arrays.
-Call = Callable[[Sequence[np.ndarray]], tuple[np.ndarray, ...]]
-
-
 def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
     """A ufunc call computing ``program`` exactly at ``out_shape``, or None if there is none."""
     if len(program.steps) != 1 or len(program.outputs) != 1 or math.prod(out_shape) > NUMPY_MAX_ELEMENTS:
@@ -53,8 +50,8 @@ def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
     dtype = np.dtype(step.dtype)
     order = [program.inputs.index(a) for a in step.args if a is not None]  # a repeated input is passed once
     if ufunc is np.where:
-        return lambda inputs: (np.where(*[inputs[i] for i in order]),)
+        return lambda *inputs: (np.where(*[inputs[i] for i in order]),)
     if order == list(range(len(program.inputs))):  # the usual case: the inputs as they come
         # out=: a ufunc on 0-d arrays returns a numpy scalar, kernels return arrays
-        return lambda inputs: (ufunc(*inputs, out=np.empty(out_shape, dtype=dtype)),)
-    return lambda inputs: (ufunc(*[inputs[i] for i in order], out=np.empty(out_shape, dtype=dtype)),)
+        return lambda *inputs: (ufunc(*inputs, out=np.empty(out_shape, dtype=dtype)),)
+    return lambda *inputs: (ufunc(*[inputs[i] for i in order], out=np.empty(out_shape, dtype=dtype)),)

@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from onnxplug_numba.fusion import cache, codegen
+from onnxplug_numba.fusion import cache, calls, codegen
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.numpy_path import Call, numpy_call
+from onnxplug_numba.fusion.calls import Call
+from onnxplug_numba.fusion.numpy_path import numpy_call
 from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
 
 
@@ -69,16 +70,22 @@ def plan_layout(shapes: Sequence[tuple[int, ...]], out_shape: tuple[int, ...]) -
 
 
 class ElementwiseRunner:
-    """Computes a :class:`Program` on arrays with one compiled numba loop per call."""
+    """Computes a :class:`Program` on arrays with one compiled numba loop per call.
 
-    def __init__(self, program: Program, threads: ThreadControl) -> None:
+    ``returned`` lists which program outputs a call returns, in order (one may repeat: a chain
+    output that is an Identity copy of another); by default all of them.
+    """
+
+    def __init__(self, program: Program, threads: ThreadControl, returned: Sequence[int] | None = None) -> None:
         self.program = program
         self.threads = threads
+        self.returned = None if returned is None else tuple(returned)
         self._layouts: dict[tuple[tuple[int, ...], ...], Layout] = {}
-        self._calls: dict[tuple[tuple[int, ...], ...], Call] = {}
+        self._calls: dict[tuple[Any, ...], Call] = {}
         self._kernels: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._lock = threading.Lock()
         self._out_dtypes = [np.dtype(d) for d in program.output_dtypes()]
+        self._dispatch = calls.dispatcher(len(program.inputs), self._calls, self._first_call)
 
     def module(self, mode: str, kinds: tuple[str, ...]) -> Any:
         """The generated module for one loop shape (written, imported and memoised once)."""
@@ -115,9 +122,9 @@ class ElementwiseRunner:
         """A function of the input arrays that runs the compiled loop: the layout, output shape,
         extent, grain and stride arrays are bound once here, so a call does no planning."""
         layout = self._layout(list(shapes))
-        out_shape, dtypes = layout.out_shape, tuple(self._out_dtypes)
+        out_shape, dtypes, returned = layout.out_shape, tuple(self._out_dtypes), self.returned
         tiny = numpy_call(self.program, out_shape)
-        if tiny is not None:
+        if tiny is not None and returned is None:
             return tiny
         kernel = self.module(layout.mode, layout.kinds).kernel
         if layout.mode == "flat":
@@ -127,63 +134,45 @@ class ElementwiseRunner:
             inner = max(1, int(layout.shape[-1]))
             total = int(math.prod(layout.shape[:-1]))
             grain = max(1, PARALLEL_MIN_ELEMENTS // inner)
-        if total == 0:
-            return lambda inputs: tuple([np.empty(out_shape, dtype=d) for d in dtypes])
-        if layout.mode == "flat" and (not self.threads.parallel or total < 2 * grain):
-            return _flat_serial_call(kernel, total, out_shape, dtypes)
-        if layout.mode == "flat":
-            def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
-                return [x.ravel() for x in inputs]
-        else:
-            loop_shape, strides = layout.shape, layout.strides
+        serial = not self.threads.parallel or total < 2 * grain
+        if layout.mode == "flat" and serial and total > 0:
+            return calls.flat_serial(kernel, total, out_shape, dtypes, len(shapes), returned)
+        return _general_call(kernel, layout, total, grain, serial, dtypes, returned, self.threads)
 
-            def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
-                args: list[Any] = [loop_shape]
-                for x, st in zip(inputs, strides):
-                    args += [x.ravel(), st]
-                return args
-        threads = self.threads
-        serial = not threads.parallel or total < 2 * grain
-
-        def call(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-            outs = tuple([np.empty(out_shape, dtype=d) for d in dtypes])
-            args = operands(inputs) + [o.ravel() for o in outs]
-            if serial:
-                kernel(0, total, *args)
-            else:
-                threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
-            return outs
-
-        return call
+    def _first_call(self, *inputs: Any) -> tuple[np.ndarray, ...]:
+        arrays = [np.asarray(x) for x in inputs]
+        return self.call_for(tuple([a.shape for a in arrays]))(*arrays)
 
     def __call__(self, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
         """The program's outputs for ``inputs`` (broadcast together, ONNX style)."""
-        try:
-            call = self._calls[tuple([x.shape for x in inputs])]
-        except (KeyError, AttributeError):  # shapes not met yet, or not arrays
-            arrays = [np.asarray(x) for x in inputs]
-            return self.call_for(tuple([a.shape for a in arrays]))(arrays)
-        return call(inputs)
+        return self._dispatch(*inputs)
 
 
-def _flat_serial_call(kernel: Any, total: int, out_shape: tuple[int, ...], dtypes: tuple[np.dtype, ...]) -> Call:
-    """The common small case: every input contiguous or one value, on this thread.
+def _general_call(kernel: Any, layout: Layout, total: int, grain: int, serial: bool, dtypes: tuple[np.dtype, ...],
+                  returned: tuple[int, ...] | None, threads: ThreadControl) -> Call:
+    """Any loop shape, on this thread or split across the session's threads."""
+    out_shape = layout.out_shape
+    if layout.mode == "flat":
+        def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
+            return [x.ravel() for x in inputs]  # 1-D C-contiguous views (copies only if needed)
+    else:
+        loop_shape, strides = layout.shape, layout.strides
 
-    ravel gives each operand as a 1-D C-contiguous view (a copy only of an input that is not
-    contiguous); one output, the usual case, skips the list of outputs."""
-    if len(dtypes) == 1:
-        dtype = dtypes[0]
+        def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
+            args: list[Any] = [loop_shape]
+            for x, st in zip(inputs, strides):
+                args += [x.ravel(), st]
+            return args
 
-        def one(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-            out = np.empty(out_shape, dtype=dtype)
-            kernel(0, total, *[x.ravel() for x in inputs], out.ravel())
-            return (out,)
-
-        return one
-
-    def several(inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def call(*inputs: np.ndarray) -> tuple[np.ndarray, ...]:
         outs = tuple([np.empty(out_shape, dtype=d) for d in dtypes])
-        kernel(0, total, *[x.ravel() for x in inputs], *[o.ravel() for o in outs])
-        return outs
+        args = operands(inputs) + [o.ravel() for o in outs]
+        if total == 0:
+            pass
+        elif serial:
+            kernel(0, total, *args)
+        else:
+            threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
+        return outs if returned is None else tuple([outs[i] for i in returned])
 
-    return several
+    return call

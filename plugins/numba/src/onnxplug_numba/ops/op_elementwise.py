@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+from typing import Any, Sequence
 
 import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
 
+from onnxplug_numba.fusion import calls
+from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN, RULES, step_for
-from onnxplug_numba.fusion.runner import Call, ElementwiseRunner
+from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.ops._base import NumbaKernel
 from onnxplug_numba.provider import NumbaProvider, elementwise_opset_ok
 
@@ -20,14 +23,15 @@ class ElementwiseKernel(NumbaKernel):
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
         self._runners: dict[tuple[str, ...], tuple[ElementwiseRunner, list[int]]] = {}
-        self._calls: dict[tuple[tuple[tuple[int, ...], np.dtype], ...], Call] = {}
+        self._calls: dict[tuple[Any, ...], Call] = {}  # by input shapes and dtypes
+        self._dispatch = calls.dispatcher(len(node.inputs), self._calls, self._first_call, with_dtypes=True)
         self._lock = threading.Lock()
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
         return elementwise_opset_ok(node) and step_for(node, view.dtype_of) is not None
 
-    def _runner(self, inputs: tuple[np.ndarray | None, ...]) -> tuple[ElementwiseRunner, list[int]]:
+    def _runner(self, inputs: Sequence[np.ndarray | None]) -> tuple[ElementwiseRunner, list[int]]:
         key = tuple([x.dtype if x is not None else None for x in inputs])  # dtype objects hash fast
         found = self._runners.get(key)
         if found is None:
@@ -44,23 +48,22 @@ class ElementwiseKernel(NumbaKernel):
                 self._runners[key] = found
         return found
 
-    def _call_for(self, inputs: tuple[np.ndarray | None, ...]) -> Call:
-        """The runner's planned call for these inputs, reading each distinct input once."""
+    def _first_call(self, *inputs: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """Plan the call for these input shapes and dtypes; inputs that are omitted (None) or not
+        arrays take the unplanned path on every call."""
+        if not all(isinstance(x, np.ndarray) for x in inputs):
+            runner, positions = self._runner([None if x is None else np.asarray(x) for x in inputs])
+            return runner(*[inputs[i] for i in positions])
         runner, positions = self._runner(inputs)
         call = runner.call_for(tuple([inputs[i].shape for i in positions]))  # type: ignore[union-attr]
-        if positions == list(range(len(inputs))):
-            return call
-        return lambda arrays: call([arrays[i] for i in positions])
+        if positions != list(range(len(inputs))):  # a repeated input is passed once
+            loop = call
+            call = lambda *xs: loop(*[xs[i] for i in positions])  # noqa: E731
+        self._calls[calls.shape_key(inputs, with_dtypes=True)] = call
+        return call(*inputs)
 
     def compute(self, *inputs: np.ndarray | None) -> np.ndarray:
-        try:
-            call = self._calls[tuple([(x.shape, x.dtype) for x in inputs])]  # type: ignore[union-attr]
-        except AttributeError:  # an omitted input (None) or a value that is not an array
-            runner, positions = self._runner(tuple(None if x is None else np.asarray(x) for x in inputs))
-            return runner(*[inputs[i] for i in positions])[0]
-        except KeyError:
-            call = self._calls[tuple([(x.shape, x.dtype) for x in inputs])] = self._call_for(inputs)
-        return call(inputs)[0]
+        return self._dispatch(*inputs)[0]
 
 for _op in RULES:
     if _op != "Identity":  # Identity is a layout kernel (any dtype, no copy)

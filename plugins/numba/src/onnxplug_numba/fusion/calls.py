@@ -1,0 +1,71 @@
+"""Call plans as generated Python: a kernel call on tiny tensors without lists or loops around it.
+
+A kernel run thousands of times on tiny tensors (the body of an ONNX Loop) spends most of its time
+in the Python around the compiled loop, not in it: building the shape key and the argument list,
+flattening operands, one list comprehension (a frame of its own in Python 3.11) for each. The
+functions here are written out for a fixed number of inputs and outputs, so that a call is one
+tuple of shapes, one dict lookup, the output allocations and the compiled call (measured on the
+Loop body's fused chain: 3.5 us per call before, 2.2 us after).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+#: A planned call: the input arrays (positional, of the shapes it was planned for) to the outputs.
+Call = Callable[..., tuple[np.ndarray, ...]]
+
+_counter = itertools.count()
+
+
+def _compile(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    code = compile(source, f"<onnxplug_numba {name} {next(_counter)}>", "exec")
+    exec(code, namespace)
+    return namespace[name]  # type: ignore[no-any-return]
+
+
+def _names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(count)]
+
+
+def shape_key(inputs: Sequence[Any], with_dtypes: bool) -> tuple[Any, ...]:
+    """The key :func:`dispatcher` looks calls up by, for these inputs."""
+    if with_dtypes:
+        return tuple(v for x in inputs for v in (x.shape, x.dtype))
+    return tuple(x.shape for x in inputs)
+
+
+def dispatcher(count: int, calls: dict[tuple[Any, ...], Call], first: Call, with_dtypes: bool = False) -> Call:
+    """``f(x0, ..., x{count-1})``: ``calls[shape_key(xs)](*xs)``, or ``first(*xs)`` when there is no
+    such call yet (or an input is not an array: no ``shape``), which may add it to ``calls``."""
+    xs = _names("x", count)
+    key = "".join(f"{x}.shape, {x}.dtype, " if with_dtypes else f"{x}.shape, " for x in xs)
+    args = ", ".join(xs)
+    source = (f"def dispatch({args}):\n"
+              f"    try:\n"
+              f"        call = calls[({key})]\n"
+              f"    except (KeyError, AttributeError):\n"
+              f"        return first({args})\n"
+              f"    return call({args})\n")
+    return _compile(source, "dispatch", {"calls": calls, "first": first})
+
+
+def flat_serial(kernel: Any, total: int, out_shape: tuple[int, ...], dtypes: Sequence[np.dtype], count: int,
+                returned: Sequence[int] | None = None) -> Call:
+    """The compiled flat loop over ``total`` elements on this thread, for ``count`` inputs.
+
+    ravel gives each operand as a 1-D C-contiguous view (a copy only of an input that is not
+    contiguous). ``returned`` lists which outputs are returned, in order (an output may repeat);
+    by default all of them."""
+    xs, outs = _names("x", count), _names("o", len(dtypes))
+    back = outs if returned is None else [outs[i] for i in returned]
+    lines = [f"def call({', '.join(xs)}):"]
+    lines += [f"    {o} = empty(out_shape, d{j})" for j, o in enumerate(outs)]
+    lines.append(f"    kernel(0, total, {', '.join(f'{v}.ravel()' for v in xs + outs)})")
+    lines.append(f"    return ({', '.join(back)},)")
+    namespace: dict[str, Any] = {"empty": np.empty, "kernel": kernel, "total": total, "out_shape": out_shape}
+    namespace.update({f"d{j}": np.dtype(d) for j, d in enumerate(dtypes)})
+    return _compile("\n".join(lines) + "\n", "call", namespace)
