@@ -111,6 +111,22 @@ def test_depthwise_fused_conv_applies_residual_and_activation_per_block(monkeypa
     assert_equivalent(proto, m, {"x": rand(3, 8, 10, 10), "skip": rand(3, 8, out, out, seed=4)})
 
 
+@pytest.mark.parametrize("images, size, kernel", [(4, 32, 3), (1, 48, 3), (4, 48, 1)],
+                         ids=["3x3 per image", "3x3 row bands", "1x1 per image"])
+def test_fused_conv_finishes_each_unit_on_the_product_threads(images, size, kernel):
+    """Convolutions large enough to run in units on the product threads add bias, residual and
+    activation per unit: every image (or band of output rows) is checked."""
+    pads = [kernel // 2] * 4
+    proto = model([node("Conv", ["x", "w", "b"], ["c"], pads=pads), node("Add", ["c", "skip"], ["s"]),
+                   node("LeakyRelu", ["s"], ["y"], alpha=0.1)],
+                  [("x", F, ["n", 64, size, size]), ("skip", F, ["n", 64, size, size])],
+                  [("y", F, ["n", 64, size, size])],
+                  {"w": rand(64, 64, kernel, kernel, seed=2) / 8, "b": rand(64, seed=1)})
+    m, _ = run_passes(proto, ConvActivationFusion)
+    assert op_types(m) == {"com.onnxplug:FusedConv": 1}
+    assert_equivalent(proto, m, {"x": rand(images, 64, size, size), "skip": rand(images, 64, size, size, seed=4)})
+
+
 def test_conv_residual_add_without_activation_is_fused_with_empty_activation():
     proto = model([node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), node("Add", ["c", "skip"], ["y"])],
                   [X, ("skip", F, ["n", 4, 6, 6])], [Y], CONV_INITS)

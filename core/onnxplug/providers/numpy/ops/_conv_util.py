@@ -10,7 +10,7 @@ Conv is computed in one of three vectorised ways, all BLAS-backed or elementwise
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul, parallel_for
@@ -104,33 +104,46 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
             epilogue: Epilogue | None = None) -> np.ndarray:
     """N-D convolution (ONNX Conv semantics) of float arrays; keeps the input dtype.
 
-    ``epilogue(view, index)`` runs in place on the biased output; depthwise convolutions call it
-    per block while the block is in cache, the other paths once on the whole output.
+    ``epilogue(view, index)`` runs in place on the biased output. Where the work goes in units (an
+    image, a band of rows, a block of channels), bias and epilogue run on each unit's output right
+    after it is computed, while it is still in cache.
     """
     n, c = x.shape[:2]
     m = w.shape[0]
     kernel = w.shape[2:]
-    nd = len(kernel)
     if w.shape[1] * group != c:
         raise ValueError(f"Conv: input has {c} channels but weight expects {w.shape[1]} x group {group}")
     if m % group:
         raise ValueError(f"Conv: {m} output channels are not divisible by group {group}")
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
+    finish = _finisher(b, epilogue, len(kernel))
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
-        y = _conv_1x1(xp, w, strides, group)
-    else:
-        y = _conv_im2col(xp, w, kernel, strides, dilations, group)
-    if b is not None:
-        y += b.reshape((m,) + (1,) * nd)
-    if epilogue is not None:
-        epilogue(y, (slice(None), slice(None)))
-    return y
+        return _conv_1x1(xp, w, strides, group, finish)
+    return _conv_im2col(xp, w, kernel, strides, dilations, group, finish)
+
+
+#: Adds the bias to, then runs the epilogue on, ``view`` = ``y[index]`` of the (N, M, *out) output.
+Finish = Callable[[np.ndarray, tuple], None]
+
+
+def _finisher(b: np.ndarray | None, epilogue: Epilogue | None, nd: int) -> Finish | None:
+    if b is None and epilogue is None:
+        return None
+    column = None if b is None else b.reshape((-1,) + (1,) * nd)
+
+    def finish(view: np.ndarray, index: tuple) -> None:
+        if column is not None:
+            view += column
+        if epilogue is not None:
+            epilogue(view, index)
+
+    return finish
 
 
 def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
-                 dilations: Sequence[int], group: int) -> np.ndarray:
+                 dilations: Sequence[int], group: int, finish: Finish | None) -> np.ndarray:
     """im2col + one matmul per group. Large convolutions go in units of one image (or a band of
     output rows, when there are fewer images than threads) on each product thread, so the column
     copy runs in parallel too and its buffer stays small."""
@@ -139,6 +152,7 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: 
     win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
     out_sp = win.shape[2:2 + nd]
     y = np.empty((n, group, m // group, int(math.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
+    shaped = y.reshape((n, m) + tuple(out_sp))
     perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
     inner = int(math.prod(out_sp[1:]))
     bands = min(max(1, -(-PRODUCT_THREADS.threads // n)), out_sp[0]) if out_sp[0] else 1
@@ -150,26 +164,43 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: 
         if r0 < r1:
             cols = np.ascontiguousarray(win[i:i + 1, :, r0:r1].transpose(perm))
             np.matmul(wm, cols.reshape(group, wm.shape[-1], -1), out=y[i, :, :, r0 * inner:r1 * inner])
+            if finish is not None:
+                index = (i, slice(None), slice(r0, r1))
+                finish(shaped[index], index)
 
     if not parallel_for(n * bands, unit, y.size * wm.shape[-1]):
         cols = np.ascontiguousarray(win.transpose(perm))
         matmul(wm, cols.reshape(n, group, wm.shape[-1], -1), out=y)
-    return y.reshape((n, m) + tuple(out_sp))
+        if finish is not None:
+            finish(shaped, (slice(None),))
+    return shaped
 
 
-def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int) -> np.ndarray:
-    nd = len(strides)
+def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int,
+              finish: Finish | None) -> np.ndarray:
+    """A (grouped) matmul over the flattened spatial axes; with several images, one image per
+    unit on the product threads, finished while its output is in cache."""
     if any(s != 1 for s in strides):
         xp = xp[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
     n, c = xp.shape[:2]
     out_sp = xp.shape[2:]
     m = w.shape[0]
     p = int(math.prod(out_sp))
-    if group == 1:
-        y = matmul(w.reshape(m, c), xp.reshape(n, c, p))
-    else:
-        y = matmul(w.reshape(group, m // group, c // group), xp.reshape(n, group, c // group, p))
-    return y.reshape((n, m) + tuple(out_sp))
+    wm = w.reshape(group, m // group, c // group)
+    xm = xp.reshape(n, group, c // group, p)
+    y = np.empty((n, group, m // group, p), dtype=np.result_type(xp.dtype, w.dtype))
+    shaped = y.reshape((n, m) + tuple(out_sp))
+
+    def image(i: int) -> None:
+        np.matmul(wm, xm[i], out=y[i])
+        if finish is not None:
+            finish(shaped[i], (i,))
+
+    if n < 2 or not parallel_for(n, image, y.size * (c // group)):
+        matmul(wm, xm, out=y)
+        if finish is not None:
+            finish(shaped, (slice(None),))
+    return shaped
 
 
 def scatter_cols(cols: np.ndarray, full_sp: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
