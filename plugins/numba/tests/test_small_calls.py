@@ -190,15 +190,18 @@ def test_dispatcher_routes_new_shapes_and_non_arrays_to_the_first_call_only():
         dispatch(a, b)
 
 
-def test_flat_serial_call_returns_a_repeated_output_as_one_array(rng):
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 4), (2, 4)), ((2, 4), (4,)), ((3, 1, 5), (1, 4, 1))])
+def test_serial_call_returns_a_repeated_output_as_one_array(rng, a_shape, b_shape):
+    # flat, then nd loop shapes (a broadcast bias; broadcasting on both sides)
     program = Program(("a", "b"), ("float32", "float32"),
                       (Step("Add", ("a", "b"), "s", "float32"), Step("Abs", ("s",), "y", "float32")), ("s", "y"))
     runner = ElementwiseRunner(program, ThreadControl(1), returned=(0, 1, 0))
-    a, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
-    s, y, s_again = runner(a, b)
-    np.testing.assert_array_equal(s, a + b)
-    np.testing.assert_array_equal(y, np.abs(a + b))
-    assert s_again is s
+    for _ in range(2):
+        a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+        s, y, s_again = runner(a, b)
+        np.testing.assert_array_equal(s, a + b)
+        np.testing.assert_array_equal(y, np.abs(a + b))
+        assert s_again is s
 
 
 def test_clip_with_an_omitted_bound_over_repeated_calls(rng):

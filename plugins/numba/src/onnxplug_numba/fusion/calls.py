@@ -53,19 +53,25 @@ def dispatcher(count: int, calls: dict[tuple[Any, ...], Call], first: Call, with
     return _compile(source, "dispatch", {"calls": calls, "first": first})
 
 
-def flat_serial(kernel: Any, total: int, out_shape: tuple[int, ...], dtypes: Sequence[np.dtype], count: int,
-                returned: Sequence[int] | None = None) -> Call:
-    """The compiled flat loop over ``total`` elements on this thread, for ``count`` inputs.
+def serial(kernel: Any, total: int, out_shape: tuple[int, ...], dtypes: Sequence[np.dtype], count: int,
+           returned: Sequence[int] | None = None, nd: tuple[np.ndarray, Sequence[np.ndarray]] | None = None) -> Call:
+    """The compiled loop over ``total`` elements (flat) or rows (``nd``: the loop shape and the
+    per-input strides) on this thread, for ``count`` inputs.
 
     ravel gives each operand as a 1-D C-contiguous view (a copy only of an input that is not
     contiguous). ``returned`` lists which outputs are returned, in order (an output may repeat);
     by default all of them."""
     xs, outs = _names("x", count), _names("o", len(dtypes))
     back = outs if returned is None else [outs[i] for i in returned]
+    operands = [f"{x}.ravel()" for x in xs] if nd is None else \
+        ["loop_shape"] + [f"{x}.ravel(), s{i}" for i, x in enumerate(xs)]
     lines = [f"def call({', '.join(xs)}):"]
     lines += [f"    {o} = empty(out_shape, d{j})" for j, o in enumerate(outs)]
-    lines.append(f"    kernel(0, total, {', '.join(f'{v}.ravel()' for v in xs + outs)})")
+    lines.append(f"    kernel(0, total, {', '.join(operands + [f'{o}.ravel()' for o in outs])})")
     lines.append(f"    return ({', '.join(back)},)")
     namespace: dict[str, Any] = {"empty": np.empty, "kernel": kernel, "total": total, "out_shape": out_shape}
     namespace.update({f"d{j}": np.dtype(d) for j, d in enumerate(dtypes)})
+    if nd is not None:
+        namespace["loop_shape"] = nd[0]
+        namespace.update({f"s{i}": st for i, st in enumerate(nd[1])})
     return _compile("\n".join(lines) + "\n", "call", namespace)

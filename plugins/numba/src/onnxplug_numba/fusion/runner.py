@@ -134,12 +134,13 @@ class ElementwiseRunner:
             inner = max(1, int(layout.shape[-1]))
             total = int(math.prod(layout.shape[:-1]))
             grain = max(1, PARALLEL_MIN_ELEMENTS // inner)
-        serial = not self.threads.parallel or total < 2 * grain
-        if layout.mode == "flat" and serial and total > 0:
-            return calls.flat_serial(kernel, total, out_shape, dtypes, len(shapes), returned)
-        return _general_call(kernel, layout, total, grain, serial, dtypes, returned, self.threads)
+        if total > 0 and (not self.threads.parallel or total < 2 * grain):
+            nd = None if layout.mode == "flat" else (layout.shape, layout.strides)
+            return calls.serial(kernel, total, out_shape, dtypes, len(shapes), returned, nd)
+        return _general_call(kernel, layout, total, grain, dtypes, returned, self.threads)
 
     def _first_call(self, *inputs: Any) -> tuple[np.ndarray, ...]:
+        """Plan the call for these shapes (inputs that are not arrays become arrays first)."""
         arrays = [np.asarray(x) for x in inputs]
         return self.call_for(tuple([a.shape for a in arrays]))(*arrays)
 
@@ -148,9 +149,9 @@ class ElementwiseRunner:
         return self._dispatch(*inputs)
 
 
-def _general_call(kernel: Any, layout: Layout, total: int, grain: int, serial: bool, dtypes: tuple[np.dtype, ...],
+def _general_call(kernel: Any, layout: Layout, total: int, grain: int, dtypes: tuple[np.dtype, ...],
                   returned: tuple[int, ...] | None, threads: ThreadControl) -> Call:
-    """Any loop shape, on this thread or split across the session's threads."""
+    """Any loop shape split across the session's threads (or an empty output: no loop at all)."""
     out_shape = layout.out_shape
     if layout.mode == "flat":
         def operands(inputs: Sequence[np.ndarray]) -> list[Any]:
@@ -166,12 +167,8 @@ def _general_call(kernel: Any, layout: Layout, total: int, grain: int, serial: b
 
     def call(*inputs: np.ndarray) -> tuple[np.ndarray, ...]:
         outs = tuple([np.empty(out_shape, dtype=d) for d in dtypes])
-        args = operands(inputs) + [o.ravel() for o in outs]
-        if total == 0:
-            pass
-        elif serial:
-            kernel(0, total, *args)
-        else:
+        if total > 0:
+            args = operands(inputs) + [o.ravel() for o in outs]
             threads.run(lambda lo, hi: kernel(lo, hi, *args), total, grain)
         return outs if returned is None else tuple([outs[i] for i in returned])
 
