@@ -65,6 +65,7 @@ class ElementwiseKernel(NumbaKernel):
     def compute(self, *inputs: np.ndarray | None) -> np.ndarray:
         return self._dispatch(*inputs)[0]
 
+
 for _op in RULES:
     if _op != "Identity":  # Identity is a layout kernel (any dtype, no copy)
         NumbaProvider.kernel(_op)(ElementwiseKernel)
