@@ -75,3 +75,13 @@ def serial(kernel: Any, total: int, out_shape: tuple[int, ...], dtypes: Sequence
         namespace["loop_shape"] = nd[0]
         namespace.update({f"s{i}": st for i, st in enumerate(nd[1])})
     return _compile("\n".join(lines) + "\n", "call", namespace)
+
+
+def ufunc(fn: Callable[..., Any], order: Sequence[int], count: int, out_shape: tuple[int, ...],
+          dtype: np.dtype | None) -> Call:
+    """``(fn(x[order[0]], x[order[1]], ..., out=empty(out_shape, dtype)),)`` for ``count`` inputs;
+    without ``out=`` when ``dtype`` is None (np.where, which returns an array even for 0-d)."""
+    xs = _names("x", count)
+    args = ", ".join(xs[i] for i in order) + ("" if dtype is None else ", out=empty(out_shape, dtype)")
+    source = f"def call({', '.join(xs)}):\n    return (fn({args}),)\n"
+    return _compile(source, "call", {"fn": fn, "empty": np.empty, "out_shape": out_shape, "dtype": dtype})

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import BOOL, INTS, NUMERIC, SIGNED, FLOATS
@@ -47,11 +48,8 @@ def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
     if found is None or step.attrs or program.input_dtypes[-1] not in found[1]:
         return None
     ufunc = found[0]
-    dtype = np.dtype(step.dtype)
     order = [program.inputs.index(a) for a in step.args if a is not None]  # a repeated input is passed once
-    if ufunc is np.where:
-        return lambda *inputs: (np.where(*[inputs[i] for i in order]),)
-    if order == list(range(len(program.inputs))):  # the usual case: the inputs as they come
-        # out=: a ufunc on 0-d arrays returns a numpy scalar, kernels return arrays
-        return lambda *inputs: (ufunc(*inputs, out=np.empty(out_shape, dtype=dtype)),)
-    return lambda *inputs: (ufunc(*[inputs[i] for i in order], out=np.empty(out_shape, dtype=dtype)),)
+    # out= (not for np.where, which returns an array anyway): a ufunc on 0-d arrays returns a numpy
+    # scalar, kernels return arrays
+    dtype = None if ufunc is np.where else np.dtype(step.dtype)
+    return calls.ufunc(ufunc, order, len(program.inputs), out_shape, dtype)

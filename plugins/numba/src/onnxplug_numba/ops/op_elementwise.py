@@ -18,13 +18,21 @@ from onnxplug_numba.provider import NumbaProvider, elementwise_opset_ok
 
 
 class ElementwiseKernel(NumbaKernel):
-    """One elementwise node, compiled for the dtypes it meets (one generated loop per dtype set)."""
+    """One elementwise node, compiled for the dtypes it meets (one generated loop per dtype set).
+
+    ``compute`` is a function generated per kernel (fusion/calls.py) that picks the call planned
+    for the inputs' shapes and dtypes, and returns the output as a 1-tuple.
+    """
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
         self._runners: dict[tuple[str, ...], tuple[ElementwiseRunner, list[int]]] = {}
         self._calls: dict[tuple[Any, ...], Call] = {}  # by input shapes and dtypes
-        self._dispatch = calls.dispatcher(len(node.inputs), self._calls, self._first_call, with_dtypes=True)
+        # compute is the generated dispatcher itself (the executor binds kernel.compute once; a
+        # method around it would add a frame and an argument tuple): it returns a 1-tuple, which
+        # the Kernel contract allows for a single output
+        dispatch = calls.dispatcher(len(node.inputs), self._calls, self._first_call, with_dtypes=True)
+        self.compute = dispatch  # type: ignore[method-assign]
         self._lock = threading.Lock()
 
     @classmethod
@@ -61,9 +69,6 @@ class ElementwiseKernel(NumbaKernel):
             call = lambda *xs: loop(*[xs[i] for i in positions])  # noqa: E731
         self._calls[calls.shape_key(inputs, with_dtypes=True)] = call
         return call(*inputs)
-
-    def compute(self, *inputs: np.ndarray | None) -> np.ndarray:
-        return self._dispatch(*inputs)[0]
 
 
 for _op in RULES:
