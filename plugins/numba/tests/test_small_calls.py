@@ -104,10 +104,15 @@ def test_scalar_nodes_match_onnxruntime_over_repeated_calls(rng, op):
 
 
 @pytest.mark.parametrize("axes,keepdims", [([1], 0), ([0, 2], 0), ([0, 2], 1), (None, 0)])
-def test_reduction_plans_are_reused_correctly_across_calls(rng, axes, keepdims):
+@pytest.mark.parametrize("opset", [13, 18])  # axes as an attribute (one input), then as an input
+def test_reduction_plans_are_reused_correctly_across_calls(rng, axes, keepdims, opset):
     x0 = rng.standard_normal((3, 4, 5)).astype(np.float32)
-    init = {"axes": np.array(axes, dtype=np.int64)} if axes is not None else {}
-    model = node_model("ReduceMax", {"x": x0}, initializers=init, opset=18, keepdims=keepdims)
+    if opset < 18:
+        model = node_model("ReduceMax", {"x": x0}, opset=opset, keepdims=keepdims,
+                           **({"axes": axes} if axes is not None else {}))
+    else:
+        init = {"axes": np.array(axes, dtype=np.int64)} if axes is not None else {}
+        model = node_model("ReduceMax", {"x": x0}, initializers=init, opset=18, keepdims=keepdims)
     _, session = run_numba(model, {"x": x0})
     for _ in range(3):  # same shape, new values: the memoised plan must read the new input
         x = rng.standard_normal((3, 4, 5)).astype(np.float32)

@@ -38,7 +38,8 @@ def shape_key(inputs: Sequence[Any], with_dtypes: bool) -> tuple[Any, ...]:
     return tuple(x.shape for x in inputs)
 
 
-def dispatcher(count: int, calls: dict[tuple[Any, ...], Call], first: Call, with_dtypes: bool = False) -> Call:
+def dispatcher(count: int, calls: dict[tuple[Any, ...], Callable[..., Any]], first: Callable[..., Any],
+               with_dtypes: bool = False) -> Callable[..., Any]:
     """``f(x0, ..., x{count-1})``: ``calls[shape_key(xs)](*xs)``, or ``first(*xs)`` when there is no
     such call yet (or an input is not an array: no ``shape``), which may add it to ``calls``."""
     xs = _names("x", count)
