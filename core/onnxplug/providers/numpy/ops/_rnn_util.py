@@ -138,27 +138,21 @@ class RecurrentKernel(NumpyKernel):
         xw = matmul(x.reshape(seq * batch, -1), w.transpose(0, 2, 1)).reshape(d_count, seq, batch, gh)
         rb = None
         if b is not None:
-            wb, rb = b[:, :gh], b[:, gh:]
-            fold = np.repeat(np.asarray(foldable_bias, dtype=bool), hidden)
-            bias = wb + np.where(fold, rb, 0)
-            xw += bias[:, None, None, :].astype(dtype, copy=False)
-            rb = np.where(fold, 0, rb).astype(dtype, copy=False)
+            bias, rb = self.derived(f"bias {foldable_bias}", (b,), lambda: _fold_bias(b, foldable_bias, dtype))
+            xw += bias
         lens = None
         if seq_lens is not None:
             lens = np.asarray(seq_lens, dtype=np.int64).reshape(-1)
             if np.all(lens == seq):
                 lens = None
-        order = np.arange(seq)[:, None].repeat(batch, axis=1)  # time index fed at step t, per batch
+        order = None  # time index fed at step t, per batch entry (only needed with lengths)
         if lens is not None:
             t = np.arange(seq)[:, None]
             order = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)
         reversed_dirs = [d for d in range(d_count) if self.direction == "reverse" or d == 1]
-        feed = np.empty((seq, d_count, batch, gh), dtype=dtype)
-        for d in range(d_count):
-            if d in reversed_dirs:
-                feed[:, d] = xw[d][order, np.arange(batch)[None, :]] if lens is not None else xw[d][::-1]
-            else:
-                feed[:, d] = xw[d]
+        for d in reversed_dirs:  # a reversed direction reads its inputs back to front
+            xw[d] = xw[d][order, np.arange(batch)[None, :]] if lens is not None else xw[d][::-1].copy()
+        feed = xw.transpose(1, 0, 2, 3)  # (S, D, B, G*H), a view
         active = None
         if lens is not None:
             active = (np.arange(seq)[:, None] < lens[None, :])[:, None, :, None]  # (S, 1, B, 1)
@@ -182,6 +176,16 @@ class RecurrentKernel(NumpyKernel):
         if self.layout == 1:
             return (ys.transpose(2, 0, 1, 3),) + tuple(s.transpose(1, 0, 2) for s in states)
         return (ys,) + tuple(states)
+
+
+def _fold_bias(b: np.ndarray, foldable: Sequence[bool], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(input bias (D, 1, 1, G*H) with the foldable recurrent gates added, the recurrent bias left
+    over (D, G*H)), from B = [Wb, Rb] (D, 2*G*H)."""
+    gh = b.shape[1] // 2
+    wb, rb = b[:, :gh], b[:, gh:]
+    fold = np.repeat(np.asarray(foldable, dtype=bool), gh // len(foldable))
+    bias = (wb + np.where(fold, rb, 0)).astype(dtype, copy=False)
+    return bias[:, None, None, :], np.where(fold, 0, rb).astype(dtype, copy=False)
 
 
 class Prepared:
