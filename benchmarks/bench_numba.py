@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             if name == "resnet18":
                 resnet[batch] = (model_flops(model, feeds), t)
             print(f"{name} batch {batch}: ratio {ratio:.2f}", file=sys.stderr, flush=True)
-    emit("The machine was shared with other work while this ran: treat ratios as rough, not exact.")
+    emit("Single runs on this 2-core machine move by about 0.1-0.3 in geomean: compare several runs.")
     emit(f"taken {time.strftime('%Y-%m-%d %H:%M')}, load average {load_start:.1f} at the start and "
          f"{os.getloadavg()[0]:.1f} at the end on "
           f"{os.cpu_count()} cores; {platform.machine()}, numpy {np.__version__}, {args.threads} threads each, "
