@@ -25,19 +25,19 @@ class Loop(NumpyKernel):
         keep_going = True if cond is None else as_bool(cond)
         n_carried = len(carried)
         n_scan = len(self.graph.outputs) - 1 - n_carried
-        values = list(carried)
+        body, scope = self.body, scope or {}
+        state = [None, np.array(keep_going), *carried]  # the body's inputs: (i, cond, carried...)
         scans: list[list] = [[] for _ in range(n_scan)]
-        cond_value = np.array(keep_going)
         i = 0
         while keep_going and (limit is None or i < limit):
-            out = self.body([np.array(i, dtype=np.int64), cond_value, *values], scope or {})
-            cond_value = out[0]
-            values = list(out[1:1 + n_carried])
+            state[0] = np.array(i, dtype=np.int64)
+            out = body(state, scope)
+            state[1:] = out[:1 + n_carried]
             for k in range(n_scan):
                 scans[k].append(out[1 + n_carried + k])
             if cond is not None:
-                keep_going = as_bool(cond_value)
+                keep_going = as_bool(out[0])
             i += 1
         stacked = [np.stack(s) if s else empty_like_output(self.graph, 1 + n_carried + k)
                    for k, s in enumerate(scans)]
-        return tuple(values) + tuple(stacked)
+        return tuple(state[2:]) + tuple(stacked)
