@@ -97,8 +97,8 @@ def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, w
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [
-    ((1, 64, 14, 14), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
-    ((1, 64, 9, 9), (200, 64, 3, 3), {"pads": [0, 0, 0, 0], "dilations": [2, 1]}),  # 5 output rows
+    ((1, 64, 40, 40), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
+    ((1, 64, 33, 15), (24, 64, 3, 3), {"pads": [0, 0, 0, 0], "dilations": [2, 1]}),  # 29 output rows
     ((1, 3, 64, 64), (32, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),  # strided: row bands
     ((2, 16, 48, 48), (32, 8, 3, 3), {"pads": [1, 0, 1, 2], "strides": [2, 1], "group": 2}),
     ((1, 64, 60, 60), (96, 64, 1, 1), {"strides": [2, 2]}),  # strided 1x1
@@ -118,3 +118,39 @@ def test_shared_im2col_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_sha
     got, _ = run_numba(model, feeds, threads=2)
     assert calls == [2], calls
     assert_close(got, run_onnxruntime(model, feeds), atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ((1, 64, 14, 14), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
+    ((1, 64, 9, 9), (200, 64, 3, 3), {"pads": [0, 0, 0, 0], "dilations": [2, 1]}),  # 200 rows: bands not multiples of 8
+    ((1, 256, 7, 7), (512, 256, 3, 3), {"pads": [1, 1, 1, 1]}),  # ResNet's last stage
+    ((1, 256, 28, 28), (512, 256, 1, 1), {"strides": [2, 2]}),  # strided 1x1 downsample
+    ((1, 96, 13, 11), (96, 96, 5, 3), {"pads": [2, 0, 1, 2], "strides": [2, 1]}),  # asymmetric pads
+])
+@pytest.mark.parametrize("residual", [False, True])
+def test_channel_split_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_shape, attrs, residual):
+    """Single images with few output pixels: im2col by input channels, then the product by output
+    channels, in two prange regions (kernels/native_channels.py)."""
+    from onnxplug_numba.kernels import native_channels
+
+    calls: list[int] = []
+    compiled = native_channels.channel_split_conv
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        calls.append(numba.get_num_threads())
+        return compiled(*args)
+
+    monkeypatch.setattr(native_channels, "channel_split_conv", spy)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
+    feeds = {"x": x}
+    if residual:
+        out_shape = run_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})[0].shape
+        feeds["z"] = rng.standard_normal(out_shape).astype(np.float32)
+    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation="Relu", **attrs)
+    if residual:
+        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
+    got, _ = run_numba(model, feeds, threads=2)
+    assert calls == [2], calls
+    # float32 sums of up to 2304 products: rounding differences against onnxruntime's order
+    assert_close(got, run_onnxruntime(model, feeds), atol=2e-4)

@@ -229,7 +229,7 @@ if AVAILABLE:
 
 
 if AVAILABLE:
-    from onnxplug_numba.kernels.conv import im2col as _im2col
+    from onnxplug_numba.kernels.conv import im2col_padded as _im2col_padded
 
     @njit(nogil=True, parallel=True, fastmath={"contract"}, cache=True)
     def im2col_conv(x, wmat, bias, residual, has_residual, act, alpha, beta,
@@ -251,7 +251,7 @@ if AVAILABLE:
             cols = np.empty((depth, count), dtype=x.dtype)
             out = y[i].reshape(y.shape[1], plane)
             for g in range(group):
-                _im2col(x[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw, ph - r0 * sh, pw, r1 - r0, ow, cols)
+                _im2col_padded(x[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw, ph, pw, r0, r1 - r0, ow, cols, 0)
                 first = g * mg
                 # the product goes straight into y: the group's channels, the band's columns
                 _sgemm(mg, count, depth, wmat[g].ctypes.data, depth, cols.ctypes.data, count,

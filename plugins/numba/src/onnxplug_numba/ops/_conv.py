@@ -20,7 +20,7 @@ from onnxplug_sdk import Node, resolve_pads
 
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.kernels import depthwise as kdepthwise
-from onnxplug_numba.kernels import native_parallel
+from onnxplug_numba.kernels import native_channels, native_parallel
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -38,6 +38,9 @@ _SHARE_MIN_DEPTHWISE_MACS = 8_000_000
 #: (back-to-back convs); a region after a pause still wakes a sleeping worker, and its items are
 #: assigned statically, so small convs of small models (the If branch of if_model) lost at 1M.
 _NATIVE_MIN_MACS = 4_000_000
+#: Single images with fewer output pixels than this (per thread) are shared by output channels
+#: (kernels/native_channels.py) rather than by bands of rows, which would each pack all the weights.
+_CHANNEL_SPLIT_MAX_PIXELS = 200
 
 
 def decode(value: Any) -> Any:
@@ -171,10 +174,14 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     pitched = not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow  # few wasted columns
     if native:  # in a prange region, so no pool thread competes with its spinning workers
         count = native_parallel.use_threads(threads.count)
+        resid = res if res is not None else y
+        if group == 1 and n < count and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * count and m >= 16 * count:
+            native_channels.channel_split_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw,
+                                               sh, sw, dh, dw, begin[0], begin[1], y, count)
+            return y.reshape((n, m, ow)) if one_d else y
         # two items per thread with 4+ rows each; small images one band per thread, as thinner
         # bands make BLAS pack the whole weight matrix once per band (measured slower)
         bands = max(1, min(oh // 4, -(-2 * count // n))) if oh * ow >= 256 else max(1, min(oh, -(-count // n)))
-        resid = res if res is not None else y
         if pitched:
             native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
                                          begin[0], begin[1], y, bands)
