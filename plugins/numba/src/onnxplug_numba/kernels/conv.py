@@ -145,41 +145,47 @@ def im2col_padded(x, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, r0, oh, ow, cols, r
     """Rows ``row0 ...`` of cols (rows, oh*ow) = im2col of channels [c0, c1) of one image ``x``
     (C, H, W), output rows r0 ... r0 + oh. Same result as :func:`im2col`, 3-5x faster: the band of
     input rows is first copied into a zero-padded buffer, so every output row of every tap is a
-    copy of ``ow`` elements with no bounds to check (unsigned indices, so the copies vectorise)."""
+    contiguous copy of ``ow`` elements with no bounds to check (unsigned indices, so it vectorises).
+    For a column stride ``sw`` > 1 each padded row is stored as ``sw`` phases (columns ``q``,
+    ``q + sw``, ... together), which keeps those copies contiguous too."""
+    if kh == 1 and kw == 1:  # a (strided) subsample: copying whole rows first would only add work
+        im2col(x, c0, c1, 1, 1, sh, sw, dh, dw, ph - r0 * sh, pw, oh, ow, cols[row0:row0 + c1 - c0])
+        return
     height, width = x.shape[1], x.shape[2]
     wp = (ow - 1) * sw + (kw - 1) * dw + 1
+    wq = (wp + sw - 1) // sw  # columns per phase
+    pitch = wq * sw
     hb = (oh - 1) * sh + (kh - 1) * dh + 1  # padded rows the band reads, from padded row r0 * sh
-    padded = np.empty((c1 - c0) * hb * wp, dtype=x.dtype)
-    zero = padded.dtype.type(0)
+    padded = np.zeros((c1 - c0) * hb * pitch, dtype=x.dtype)
     lo, hi = min(wp, max(0, pw)), min(wp, max(0, pw + width))
-    for c in range(c1 - c0):
-        for t in range(hb):
-            src_row = r0 * sh + t - ph
-            d = (c * hb + t) * wp
-            if 0 <= src_row < height and hi > lo:
-                for e in range(lo):
-                    padded[d + e] = zero
-                dst = padded[d + lo:]
-                src = x[c0 + c, src_row, lo - pw:]
-                for e in range(np.uint64(hi - lo)):
-                    dst[e] = src[e]
-                for e in range(hi, wp):
-                    padded[d + e] = zero
-            else:
-                for e in range(wp):
-                    padded[d + e] = zero
+    if hi > lo:
+        for c in range(c1 - c0):
+            for t in range(hb):
+                src_row = r0 * sh + t - ph
+                if 0 <= src_row < height:
+                    src = x[c0 + c, src_row, lo - pw:]
+                    row = padded[(c * hb + t) * pitch:]
+                    if sw == 1:
+                        dst = row[lo:]
+                        for e in range(np.uint64(hi - lo)):
+                            dst[e] = src[e]
+                    else:  # one strided copy per phase (vectorised like the stride-1 one)
+                        step = np.uint64(sw)
+                        for q in range(sw):
+                            first = lo + (q - lo) % sw  # the phase's first padded column
+                            if first < hi:
+                                dst = row[q * wq + first // sw:]
+                                part = src[first - lo:]
+                                for e in range(np.uint64((hi - 1 - first) // sw + 1)):
+                                    dst[e] = part[step * e]
     taps = kh * kw
-    step = np.uint64(sw)
     for r in range((c1 - c0) * taps):
         i = (r % taps) // kw
-        source = padded[((r // taps) * hb + i * dh) * wp + (r % kw) * dw:]
+        col = (r % kw) * dw
+        source = padded[((r // taps) * hb + i * dh) * pitch + (col % sw) * wq + col // sw:]
         out = cols[row0 + r]
         for yo in range(oh):
             dst = out[yo * ow:]
-            src = source[yo * sh * wp:]
-            if sw == 1:
-                for e in range(np.uint64(ow)):
-                    dst[e] = src[e]
-            else:
-                for e in range(np.uint64(ow)):
-                    dst[e] = src[step * e]
+            src = source[yo * sh * pitch:]
+            for e in range(np.uint64(ow)):
+                dst[e] = src[e]

@@ -172,6 +172,20 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
     pitch = max(wd + begin[1], ow + (kw - 1) * dw)
     pitched = not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow  # few wasted columns
+    if not native and not pointwise and native_parallel.AVAILABLE and dtype == np.float32 \
+            and macs < _SHARE_MIN_MACS:
+        # a small conv, on this thread alone: the compiled kernel on one thread (one band per
+        # image) skips the Python path's per-band buffers and calls (if_model's 16->16 3x3 on
+        # 32x32: ~180 -> ~130 us)
+        native_parallel.use_threads(1)
+        resid = res if res is not None else y
+        if pitched:
+            native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
+                                         begin[0], begin[1], y, 1)
+        else:
+            native_parallel.im2col_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, sh, sw,
+                                        dh, dw, begin[0], begin[1], y, 1)
+        return y.reshape((n, m, ow)) if one_d else y
     if native:  # in a prange region, so no pool thread competes with its spinning workers
         count = native_parallel.use_threads(threads.count)
         resid = res if res is not None else y
