@@ -27,7 +27,7 @@ def _spy(monkeypatch, name: str) -> list[int]:
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs,kernel", [
-    ((1, 16, 64, 64), (64, 16, 1, 1), {}, "pointwise_conv"),
+    ((1, 32, 64, 64), (32, 32, 1, 1), {}, "pointwise_conv"),  # few output channels: column bands
     ((3, 24, 40, 40), (40, 24, 1, 1), {}, "pointwise_conv"),  # column bands that are not multiples of 16
     ((1, 64, 96, 96), (64, 1, 3, 3), {"group": 64, "pads": [1, 1, 1, 1]}, "depthwise_conv"),
     ((2, 128, 99, 99), (128, 1, 3, 3), {"group": 128, "pads": [1, 1, 1, 1], "strides": [2, 2]}, "depthwise_conv"),
@@ -126,6 +126,8 @@ def test_shared_im2col_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_sha
     ((1, 256, 7, 7), (512, 256, 3, 3), {"pads": [1, 1, 1, 1]}),  # ResNet's last stage
     ((1, 256, 28, 28), (512, 256, 1, 1), {"strides": [2, 2]}),  # strided 1x1 downsample
     ((1, 96, 13, 11), (96, 96, 5, 3), {"pads": [2, 0, 1, 2], "strides": [2, 1]}),  # asymmetric pads
+    ((1, 160, 7, 7), (960, 160, 1, 1), {}),  # pointwise: the product only (pointwise_channel_split)
+    ((1, 32, 56, 56), (100, 32, 1, 1), {}),  # pointwise, bands not multiples of 8
 ])
 @pytest.mark.parametrize("residual", [False, True])
 def test_channel_split_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_shape, attrs, residual):
@@ -134,13 +136,14 @@ def test_channel_split_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_sha
     from onnxplug_numba.kernels import native_channels
 
     calls: list[int] = []
-    compiled = native_channels.channel_split_conv
 
     def spy(*args):  # type: ignore[no-untyped-def]
         calls.append(numba.get_num_threads())
         return compiled(*args)
 
-    monkeypatch.setattr(native_channels, "channel_split_conv", spy)
+    name = "pointwise_channel_split" if w_shape[2:] == (1, 1) and not attrs else "channel_split_conv"
+    compiled = getattr(native_channels, name)
+    monkeypatch.setattr(native_channels, name, spy)
     x = rng.standard_normal(x_shape).astype(np.float32)
     init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
     feeds = {"x": x}

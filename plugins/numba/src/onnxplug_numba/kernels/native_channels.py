@@ -47,3 +47,20 @@ if AVAILABLE:
                            out.ctypes.data + 4 * m0 * plane, plane)
                     for m in range(m0, m1):
                         _finish_row(out[m], bias[m], residual[i, m].reshape(plane), has_residual, act, alpha, beta)
+
+    @njit(nogil=True, parallel=True, fastmath={"contract"}, cache=True)
+    def pointwise_channel_split(w, x, bias, residual, has_residual, act, alpha, beta, y, bands):  # type: ignore[no-untyped-def]
+        """y[n] = act(w @ x[n] + bias (+ residual[n])) for x (N, K, P), w (M, K), y (N, M, P),
+        each image's product in ``bands`` slices of output channels (multiples of 8 rows)."""
+        n_img, m_ch, p = y.shape[0], y.shape[1], y.shape[2]
+        depth = w.shape[1]
+        for i in range(n_img):
+            out = y[i]
+            for band in prange(bands):
+                m0 = (m_ch * band // bands) // 8 * 8
+                m1 = m_ch if band == bands - 1 else (m_ch * (band + 1) // bands) // 8 * 8
+                if m1 > m0:
+                    _sgemm(m1 - m0, p, depth, w.ctypes.data + 4 * m0 * depth, depth, x[i].ctypes.data, p,
+                           out.ctypes.data + 4 * m0 * p, p)
+                    for m in range(m0, m1):
+                        _finish_row(out[m], bias[m], residual[i, m], has_residual, act, alpha, beta)
