@@ -1,11 +1,12 @@
 """Compiled LSTM and GRU recurrences (default activations), one direction per call.
 
-The input projections of all time steps are one BLAS product done beforehand (``xw``, biases
-included); these loops do the sequential part. The hidden-state product of a step is written as
-rows of ``R^T`` (``rt``, (H, gates*H)) scaled by one hidden value and added to the whole batch's
-gate rows, so the innermost loop is contiguous and LLVM vectorises it, and each row of ``rt`` is
-read once per step for the whole batch. float32 uses the vectorisable activations of
-``kernels.fastmath``; float64 uses libm.
+The input projections of all time steps are one BLAS product done beforehand (``xw``, without
+biases: the loops add them when they start a step's gates); these loops do the sequential part.
+The hidden-state product of a step is, for float32, the register-blocked tile of
+``kernels.rnn_tile`` over ``R^T`` packed in panels (3-D weights); for float64 (``R^T`` as
+(H, cols)) rows of ``R^T`` scaled by one hidden value and added to the whole batch's gate rows, so
+the innermost loop is contiguous and LLVM vectorises it. float32 uses the vectorisable
+activations of ``kernels.fastmath``; float64 uses libm.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from onnxplug_numba.kernels.fastmath import sigmoid32, tanh32
+from onnxplug_numba.kernels.rnn_tile import PANEL, add_panel_products
 
 
 def _sigmoid(x):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
@@ -71,20 +73,55 @@ def _add_products(acc, rt, h, lo, hi):  # type: ignore[no-untyped-def]
                 a[q] += row[q] * hj
 
 
+def _product(acc, w, h):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+def _width(w):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+def _panel_product(acc, w, h):  # type: ignore[no-untyped-def]
+    add_panel_products(acc, w, h, 0, w.shape[0])
+
+
+def _row_product(acc, w, h):  # type: ignore[no-untyped-def]
+    _add_products(acc, w, h, 0, w.shape[1])
+
+
+@overload(_product, inline="always")
+def _product_impl(acc, w, h):  # type: ignore[no-untyped-def]
+    """acc[:, :_width(w)] += h @ R^T, R^T as float32 panels (3-D) or plain (H, cols)."""
+    return _panel_product if w.ndim == 3 else _row_product
+
+
+@overload(_width, inline="always")
+def _width_impl(w):  # type: ignore[no-untyped-def]
+    """The columns of R^T the product writes (panels are padded to whole panels)."""
+    if w.ndim == 3:
+        return lambda w: w.shape[0] * PANEL
+    return lambda w: w.shape[1]
+
+
 @njit(nogil=True, error_model="numpy", fastmath={"contract"}, cache=True)
-def lstm(xw, rt, p, has_p, h0, c0, reverse, y, h_out, c_out):  # type: ignore[no-untyped-def]
-    """xw (T, B, 4H) gates i, o, f, c; rt (H, 4H); p (3H) peepholes i, o, f; h0, c0 (B, H); y (T, B, H)."""
+def lstm(xw, bias, w, p, has_p, h0, c0, reverse, y, h_out, c_out):  # type: ignore[no-untyped-def]
+    """xw (T, B, 4H) input projections of gates i, o, f, c and bias (4H) for them; w R^T (panels
+    or (H, 4H)); p (3H) peepholes i, o, f; h0, c0 (B, H); y (T, B, H), any strides."""
     steps, batch, four = xw.shape
     hidden = four // 4
     h = np.empty((batch, hidden), dtype=xw.dtype)
     c = np.empty((batch, hidden), dtype=xw.dtype)
     h[:, :] = h0
     c[:, :] = c0
-    gates = np.empty((batch, four), dtype=xw.dtype)
+    gates = np.zeros((batch, _width(w)), dtype=xw.dtype)
     for k in range(steps):
         t = steps - 1 - k if reverse else k
-        gates[:, :] = xw[t]
-        _add_products(gates, rt, h, 0, four)
+        for b in range(batch):
+            g = gates[b]
+            x = xw[t, b]
+            for q in range(four):
+                g[q] = x[q] + bias[q]
+        _product(gates, w, h)
         for b in range(batch):
             g = gates[b]
             cb = c[b]
@@ -103,55 +140,64 @@ def lstm(xw, rt, p, has_p, h0, c0, reverse, y, h_out, c_out):  # type: ignore[no
                     cc = f * cb[j] + i * _tanh(g[3 * hidden + j])
                     cb[j] = cc
                     hb[j] = _sigmoid(g[hidden + j]) * _tanh(cc)
+            yb = y[t, b]
             for j in range(hidden):
-                y[t, b, j] = hb[j]
+                yb[j] = hb[j]
     h_out[:, :] = h
     c_out[:, :] = c
 
 
 @njit(nogil=True, error_model="numpy", fastmath={"contract"}, cache=True)
-def gru(xw, rt, rb, linear_before_reset, h0, reverse, y, h_out):  # type: ignore[no-untyped-def]
-    """xw (T, B, 3H) gates z, r, h with input biases; rt (H, 3H); rb (3H) recurrence biases."""
+def gru(xw, xb, w_zr, w_h, rb, linear_before_reset, h0, reverse, y, h_out):  # type: ignore[no-untyped-def]
+    """xw (T, B, 3H) input projections of gates z, r, h and xb (3H) their input biases; w_zr, w_h
+    R^T of gates z, r and of gate h (panels or plain); rb (3H) recurrence biases; y any strides."""
     steps, batch, three = xw.shape
     hidden = three // 3
+    two = 2 * hidden
     h = np.empty((batch, hidden), dtype=xw.dtype)
     h[:, :] = h0
-    hr = np.empty((batch, three), dtype=xw.dtype)
+    a_zr = np.zeros((batch, _width(w_zr)), dtype=xw.dtype)  # biases + recurrent products
+    a_h = np.zeros((batch, _width(w_h)), dtype=xw.dtype)
     gated = np.empty((batch, hidden), dtype=xw.dtype)  # r * h, without linear_before_reset
-    z = np.empty(hidden, dtype=xw.dtype)
     for k in range(steps):
         t = steps - 1 - k if reverse else k
         for b in range(batch):
-            hr[b, :] = rb
+            a_zr[b, :two] = rb[:two]
+            a_h[b, :hidden] = rb[two:]
+        _product(a_zr, w_zr, h)
         if linear_before_reset:
-            _add_products(hr, rt, h, 0, three)
+            _product(a_h, w_h, h)
             for b in range(batch):
                 x = xw[t, b]
-                a = hr[b]
+                zr = a_zr[b]
+                ah = a_h[b]
                 hb = h[b]
+                yb = y[t, b]
                 for j in range(hidden):
-                    zj = _sigmoid(x[j] + a[j])
-                    rj = _sigmoid(x[hidden + j] + a[hidden + j])
-                    cand = _tanh(x[2 * hidden + j] + rj * a[2 * hidden + j])
+                    zj = _sigmoid(x[j] + xb[j] + zr[j])
+                    rj = _sigmoid(x[hidden + j] + xb[hidden + j] + zr[hidden + j])
+                    cand = _tanh(x[two + j] + xb[two + j] + rj * ah[j])
                     hb[j] = cand + zj * (hb[j] - cand)  # (1 - z) * cand + z * h, in the input's dtype
-                    y[t, b, j] = hb[j]
+                for j in range(hidden):
+                    yb[j] = hb[j]
         else:
-            _add_products(hr, rt, h, 0, 2 * hidden)
             for b in range(batch):
                 x = xw[t, b]
-                a = hr[b]
+                zr = a_zr[b]
                 for j in range(hidden):
-                    rj = _sigmoid(x[hidden + j] + a[hidden + j])
+                    rj = _sigmoid(x[hidden + j] + xb[hidden + j] + zr[hidden + j])
                     gated[b, j] = rj * h[b, j]
-            _add_products(hr, rt, gated, 2 * hidden, three)
+            _product(a_h, w_h, gated)
             for b in range(batch):
                 x = xw[t, b]
-                a = hr[b]
+                zr = a_zr[b]
+                ah = a_h[b]
                 hb = h[b]
+                yb = y[t, b]
                 for j in range(hidden):
-                    z[j] = _sigmoid(x[j] + a[j])
+                    zj = _sigmoid(x[j] + xb[j] + zr[j])
+                    cand = _tanh(x[two + j] + xb[two + j] + ah[j])
+                    hb[j] = cand + zj * (hb[j] - cand)
                 for j in range(hidden):
-                    cand = _tanh(x[2 * hidden + j] + a[2 * hidden + j])
-                    hb[j] = cand + z[j] * (hb[j] - cand)
-                    y[t, b, j] = hb[j]
+                    yb[j] = hb[j]
     h_out[:, :] = h

@@ -1,8 +1,9 @@
 """LSTM and GRU with the default activations: BLAS input projections + compiled recurrences.
 
-The input projections of every direction and time step are one matrix product on the calling
-thread (BLAS runs badly when two threads call it at once); the recurrences, which release the
-GIL and call no BLAS, then run one direction (or one band of the batch) per thread.
+Each direction (or, for one direction, each band of the batch) runs on its own thread: the input
+projections of all its time steps as one BLAS product (one BLAS thread per call), then its
+compiled recurrence, which releases the GIL. The float32 recurrent weights are packed once into
+the panels of the tiled step product (kernels/rnn_tile.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 from onnxplug_sdk import GraphView, Node
 
 from onnxplug_numba.kernels import rnn as krnn
+from onnxplug_numba.kernels import rnn_tile
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
 from onnxplug_numba.provider import NumbaProvider
 
@@ -22,7 +24,8 @@ class _Recurrent(NumbaKernel):
 
     def __init__(self, node: Node, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(node, context)
-        self._packed: tuple[tuple[object, ...], tuple[np.ndarray, np.ndarray, list[np.ndarray]]] | None = None
+        self._packed: tuple[tuple[object, ...], tuple[list[np.ndarray], list[np.ndarray],
+                                                     list[tuple[np.ndarray, ...]]]] | None = None
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -61,43 +64,58 @@ class _Recurrent(NumbaKernel):
         mode = self.attr("direction", "forward")
         return [False, True] if mode == "bidirectional" else [mode == "reverse"] * dirs
 
-    def packed(self, w: np.ndarray, r: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        """``W^T`` of all directions side by side (K, D*G*H), their input biases (D*G*H) and
-        ``R[d]^T`` per direction; kept across runs when W, R and B are constant initializers."""
+    def packed(self, w: np.ndarray, r: np.ndarray, b: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray],
+                                                                              list[tuple[np.ndarray, ...]]]:
+        """Per direction: ``W[d]^T`` (K, G*H), the bias added to its projections (G*H) and the
+        recurrent weights of :meth:`recurrent_weights`; kept across runs when W, R and B are
+        constant initializers."""
         key = (w, r, b)
         cached = self._packed
         if cached is not None and all(a is k for a, k in zip(cached[0], key)):
             return cached[1]
         dirs, rows, _ = w.shape
-        wt = np.ascontiguousarray(w.reshape(dirs * rows, -1).T)
-        bias = self.input_bias(b, rows).reshape(-1)
-        rt = [np.ascontiguousarray(r[d].T) for d in range(dirs)]
+        wt = [np.ascontiguousarray(w[d].T) for d in range(dirs)]
+        bias = [np.ascontiguousarray(self.input_bias(b[d], rows)) for d in range(dirs)]
+        rec = [self.recurrent_weights(np.ascontiguousarray(r[d].T), b[d]) for d in range(dirs)]
         names = self.node.inputs
         if all(i < len(names) and names[i] in self.context.constants for i in (1, 2, 3)):
-            self._packed = (key, (wt, bias, rt))
-        return wt, bias, rt
+            self._packed = (key, (wt, bias, rec))
+        return wt, bias, rec
 
     def input_bias(self, b: np.ndarray, rows: int) -> np.ndarray:
-        """The bias added to the input projections, per direction (D, G*H)."""
-        return b[:, :rows]
+        """The bias added to the input projections of one direction (G*H)."""
+        return b[:rows]
 
-    def projections(self, x: np.ndarray, wt: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        """x (T, B, K) @ W^T + bias for all directions: (T, B, D*G*H)."""
+    def recurrent_weights(self, rt: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        """One direction's R^T (H, G*H) in the kernel's form: float32 panels for the tiled
+        product, else as it is."""
+        return (pack(rt),)
+
+    def each_direction(self, run_one, x: np.ndarray, wt: list[np.ndarray], dirs: int) -> None:  # type: ignore[no-untyped-def]
+        """``run_one(d, reverse, lo, hi, xw)`` for every direction and band of batch rows, ``xw``
+        being the band's input projections (T, rows, G*H) without bias: the directions on separate
+        threads, each projecting its own inputs first (BLAS at one thread per call), so no thread
+        waits for the others' products; or (one direction) one product, shared by the threads,
+        then bands of the batch (a band's own product would round differently from the whole
+        batch's, and results must not depend on the thread count)."""
         steps, batch, _ = x.shape
-        # not on the prange path: the recurrences run next on the pool, and prange workers still
-        # spinning after the product took their core (measured 2.5x slower GRU at batch 8)
-        xw = matmul(x.reshape(steps * batch, -1), wt, self.threads, native=False)
-        xw += bias
-        return xw.reshape(steps, batch, -1)
-
-    def each_direction(self, run_one, dirs: int, batch: int) -> None:  # type: ignore[no-untyped-def]
-        """``run_one(d, reverse, lo, hi)`` for every direction and band of batch rows: the
-        directions on separate threads, or (one direction) bands of the batch."""
         modes = self.directions(dirs)
-        bands = 1 if dirs > 1 or batch < 2 else min(self.threads.count, batch)
-        tasks = [(d, batch * i // bands, batch * (i + 1) // bands) for d in range(dirs) for i in range(bands)]
-        self.threads.run(lambda lo, hi: [run_one(d, modes[d], b0, b1) for d, b0, b1 in tasks[lo:hi]],
-                         len(tasks))
+        self.threads.blas()
+        flat = x.reshape(steps * batch, -1)
+        if dirs == 1:
+            # not on the prange path: prange workers still spinning after the product would take
+            # the cores the pool threads need next (measured 2.5x slower GRU at batch 8)
+            xw = matmul(flat, wt[0], self.threads, native=False).reshape(steps, batch, -1)
+            bands = min(self.threads.count, batch)
+            if bands == 1:
+                run_one(0, modes[0], 0, batch, xw)
+                return
+            bounds = [batch * i // bands for i in range(bands + 1)]
+            self.threads.run(lambda lo, hi: [run_one(0, modes[0], bounds[i], bounds[i + 1], np.ascontiguousarray(
+                xw[:, bounds[i]:bounds[i + 1]])) for i in range(lo, hi)], bands)
+            return
+        self.threads.run(lambda lo, hi: [run_one(d, modes[d], 0, batch, np.dot(flat, wt[d]).reshape(steps, batch, -1))
+                                         for d in range(lo, hi)], dirs)
 
     def finish(self, layout: int, y: np.ndarray, *states: np.ndarray) -> tuple[np.ndarray, ...]:
         if layout:  # (T, D, B, H) -> (B, T, D, H); states (D, B, H) -> (B, D, H)
@@ -106,10 +124,15 @@ class _Recurrent(NumbaKernel):
         return (y, *states)
 
 
+def pack(rt: np.ndarray) -> np.ndarray:
+    """R^T (H, cols) as the kernels take it: float32 packed in panels for the tiled product."""
+    return rnn_tile.pack_panels(rt) if rt.dtype == np.float32 else np.ascontiguousarray(rt)
+
+
 @NumbaProvider.kernel("LSTM", 7)
 class LSTM(_Recurrent):
     def input_bias(self, b: np.ndarray, rows: int) -> np.ndarray:
-        return b[:, :rows] + b[:, rows:]  # LSTM has no bias inside a gate: both add up front
+        return b[:rows] + b[rows:]  # LSTM has no bias inside a gate: both add up front
 
     def compute(self, x, w, r, b=None, seq=None, h0=None, c0=None, p=None):  # type: ignore[no-untyped-def]
         layout, x, steps, batch, dirs, hidden, b, h0 = self.prepare(x, w, r, b, h0)
@@ -121,19 +144,14 @@ class LSTM(_Recurrent):
         y = np.empty((steps, dirs, batch, hidden), dtype=x.dtype)
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
         c_out = np.empty_like(h_out)
-        wt, bias, rt = self.packed(w, r, b)
-        xw = self.projections(x, wt, bias)
+        wt, bias, rec = self.packed(w, r, b)
         peep = np.zeros(3 * hidden, dtype=x.dtype)
-        g = 4 * hidden
 
-        def run_one(d: int, reverse: bool, lo: int, hi: int) -> None:
-            y_d = np.empty((steps, hi - lo, hidden), dtype=x.dtype)
-            krnn.lstm(np.ascontiguousarray(xw[:, lo:hi, d * g:(d + 1) * g]), rt[d],
-                      p[d] if p is not None else peep, p is not None, h0[d, lo:hi], c0[d, lo:hi],
-                      reverse, y_d, h_out[d, lo:hi], c_out[d, lo:hi])
-            y[:, d, lo:hi] = y_d
+        def run_one(d: int, reverse: bool, lo: int, hi: int, xw: np.ndarray) -> None:
+            krnn.lstm(xw, bias[d], rec[d][0], p[d] if p is not None else peep, p is not None, h0[d, lo:hi],
+                      c0[d, lo:hi], reverse, y[:, d, lo:hi], h_out[d, lo:hi], c_out[d, lo:hi])
 
-        self.each_direction(run_one, dirs, batch)
+        self.each_direction(run_one, x, wt, dirs)
         return self.finish(layout, y, h_out, c_out)
 
 
@@ -141,20 +159,22 @@ class LSTM(_Recurrent):
 class GRU(_Recurrent):
     gates = 3
 
+    def recurrent_weights(self, rt: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        """R^T of gates z, r and of gate h apart (the h product may take r * h), and the
+        recurrence biases."""
+        two = 2 * rt.shape[0]
+        return pack(rt[:, :two]), pack(rt[:, two:]), np.ascontiguousarray(b[3 * rt.shape[0]:])
+
     def compute(self, x, w, r, b=None, seq=None, h0=None):  # type: ignore[no-untyped-def]
         layout, x, steps, batch, dirs, hidden, b, h0 = self.prepare(x, w, r, b, h0)
         y = np.empty((steps, dirs, batch, hidden), dtype=x.dtype)
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
-        wt, bias, rt = self.packed(w, r, b)
-        xw = self.projections(x, wt, bias)
+        wt, bias, rec = self.packed(w, r, b)
         lbr = bool(self.attr("linear_before_reset", 0))
-        g = 3 * hidden
 
-        def run_one(d: int, reverse: bool, lo: int, hi: int) -> None:
-            y_d = np.empty((steps, hi - lo, hidden), dtype=x.dtype)
-            krnn.gru(np.ascontiguousarray(xw[:, lo:hi, d * g:(d + 1) * g]), rt[d],
-                     np.ascontiguousarray(b[d, g:]), lbr, h0[d, lo:hi], reverse, y_d, h_out[d, lo:hi])
-            y[:, d, lo:hi] = y_d
+        def run_one(d: int, reverse: bool, lo: int, hi: int, xw: np.ndarray) -> None:
+            w_zr, w_h, rb = rec[d]
+            krnn.gru(xw, bias[d], w_zr, w_h, rb, lbr, h0[d, lo:hi], reverse, y[:, d, lo:hi], h_out[d, lo:hi])
 
-        self.each_direction(run_one, dirs, batch)
+        self.each_direction(run_one, x, wt, dirs)
         return self.finish(layout, y, h_out)
