@@ -124,21 +124,18 @@ def add_panel_products(acc, panels, h, first, last):  # type: ignore[no-untyped-
             _tile4(h.ctypes.data + 4 * b * hidden, hidden, panel, hidden, col + 4 * b * ldc, ldc)
         if rest == 3:
             _tile3(hb, hidden, panel, hidden, col + 4 * full * ldc, ldc)
-    if rest == 1 or rest == 2:  # a few rows: several panels per tile
+    if rest == 1 or rest == 2:  # a few rows: several panels per tile, then the panels left over
         group = 4 if rest == 1 else 2
-        p = first
-        while p < last:
-            panel = panels.ctypes.data + p * size
+        whole = first + (last - first) // group * group
+        for p in range(first, whole, group):
             cb = acc.ctypes.data + 4 * (p * PANEL + full * ldc)
-            if p + group <= last:
-                if rest == 1:
-                    _tile1(hb, hidden, panel, hidden, cb, ldc)
-                else:
-                    _tile2(hb, hidden, panel, hidden, cb, ldc)
-                p += group
+            if rest == 1:
+                _tile1(hb, hidden, panels.ctypes.data + p * size, hidden, cb, ldc)
             else:
-                if rest == 1:
-                    _tile1_one(hb, hidden, panel, hidden, cb, ldc)
-                else:
-                    _tile2_one(hb, hidden, panel, hidden, cb, ldc)
-                p += 1
+                _tile2(hb, hidden, panels.ctypes.data + p * size, hidden, cb, ldc)
+        for p in range(whole, last):
+            cb = acc.ctypes.data + 4 * (p * PANEL + full * ldc)
+            if rest == 1:
+                _tile1_one(hb, hidden, panels.ctypes.data + p * size, hidden, cb, ldc)
+            else:
+                _tile2_one(hb, hidden, panels.ctypes.data + p * size, hidden, cb, ldc)
