@@ -43,6 +43,7 @@ _NATIVE_MIN_MACS = 4_000_000
 #: (Pointwise convs of a single image are shared by output channels whenever there are 48+:
 #: measured on MobileNetV2's shapes, 0.7-1.0x the time of column bands, whose count fell to one
 #: band, i.e. one thread, on 7x7 images.)
+_POINTWISE_SPLIT_MIN_CHANNELS = 24  # per thread
 _CHANNEL_SPLIT_MAX_PIXELS = 200
 
 
@@ -165,7 +166,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     if native and pointwise and group == 1:
         count = native_parallel.use_threads(threads.count)
         p = oh * ow
-        if n < count and m >= 24 * count:  # measured faster than column bands for 48+ channels
+        if n < count and m >= _POINTWISE_SPLIT_MIN_CHANNELS * count:
             native_channels.pointwise_channel_split(wmat[0], x4.reshape(n, c, p), b, r3 if r3 is not None else y3,
                                                     r3 is not None, code, alpha, beta, y3, count)
             return y.reshape((n, m, ow)) if one_d else y
