@@ -38,6 +38,10 @@ _SHARE_MIN_DEPTHWISE_MACS = 8_000_000
 #: (back-to-back convs); a region after a pause still wakes a sleeping worker, and its items are
 #: assigned statically, so small convs of small models (the If branch of if_model) lost at 1M.
 _NATIVE_MIN_MACS = 4_000_000
+#: The same for depthwise convs, whose prange region is one pass over the planes: A/B on
+#: MobileNetV2 at batch 1 in one process (medians of 6 x 15 runs, load ~1.8): 4M 11.1 ms, 1M 9.3-11.4,
+#: 300K 9.0-10.7 (its depthwise convs are 0.4-4M multiply-adds).
+_NATIVE_MIN_DEPTHWISE_MACS = 300_000
 #: Single images with fewer output pixels than this (per thread) are shared by output channels
 #: (kernels/native_channels.py) rather than by bands of rows, which would each pack all the weights.
 #: (Pointwise convs of a single image are shared by output channels whenever there are 48+:
@@ -144,8 +148,10 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     code, alpha, beta = act
     threads.blas()
     macs = n * m * oh * ow * cg * kh * kw
-    native = native_parallel.AVAILABLE and threads.parallel and dtype == np.float32 and macs >= _NATIVE_MIN_MACS
-    if cg == 1 and group == c:
+    depthwise = cg == 1 and group == c
+    native = native_parallel.AVAILABLE and threads.parallel and dtype == np.float32 \
+        and macs >= (_NATIVE_MIN_DEPTHWISE_MACS if depthwise else _NATIVE_MIN_MACS)
+    if depthwise:
         resid = res if res is not None else y
         if native:
             count = native_parallel.use_threads(threads.count)
