@@ -6,7 +6,9 @@ activation are applied in one compiled epilogue. 1-D convs run as 2-D with a hei
 Threads split the output into (image, band of rows) tiles; each tile does its own im2col,
 single-threaded BLAS product and epilogue, so the cores never wait on each other's libraries.
 Float32 pointwise, depthwise and stride-1 convs are split the same way inside numba prange regions
-(kernels/native_parallel.py), which hand work to the other threads far more cheaply.
+(kernels/native_parallel.py), which hand work to the other threads far more cheaply; single images
+with few output pixels (or pointwise with 48+ output channels) are split by output channels instead
+(kernels/native_channels.py), and small float32 convs run those compiled kernels on one thread.
 """
 
 from __future__ import annotations
