@@ -96,6 +96,20 @@ def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, w
     assert_close(got, run_onnxruntime(model, {"a": a}), atol=1e-4)
 
 
+def _fused_conv_relu(rng, x_shape, w_shape, attrs, residual: bool):  # type: ignore[no-untyped-def]
+    """A FusedConv + Relu model with random weights and bias (and residual Z), and its feeds."""
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
+    feeds = {"x": x}
+    if residual:
+        out_shape = run_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})[0].shape
+        feeds["z"] = rng.standard_normal(out_shape).astype(np.float32)
+    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation="Relu", **attrs)
+    if residual:
+        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
+    return model, feeds
+
+
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [
     ((1, 64, 40, 40), (128, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
     ((1, 64, 33, 15), (24, 64, 3, 3), {"pads": [0, 0, 0, 0], "dilations": [2, 1]}),  # 29 output rows
@@ -106,15 +120,7 @@ def test_shared_matmul_matches_onnxruntime(rng, monkeypatch, a_shape, b_shape, w
 @pytest.mark.parametrize("residual", [False, True])
 def test_shared_im2col_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_shape, attrs, residual):
     calls = _spy(monkeypatch, "im2col_conv")
-    x = rng.standard_normal(x_shape).astype(np.float32)
-    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
-    feeds = {"x": x}
-    if residual:
-        out_shape = run_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})[0].shape
-        feeds["z"] = rng.standard_normal(out_shape).astype(np.float32)
-    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation="Relu", **attrs)
-    if residual:
-        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
+    model, feeds = _fused_conv_relu(rng, x_shape, w_shape, attrs, residual)
     got, _ = run_numba(model, feeds, threads=2)
     assert calls == [2], calls
     assert_close(got, run_onnxruntime(model, feeds), atol=1e-4)
@@ -144,15 +150,7 @@ def test_channel_split_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_sha
     name = "pointwise_channel_split" if w_shape[2:] == (1, 1) and not attrs else "channel_split_conv"
     compiled = getattr(native_channels, name)
     monkeypatch.setattr(native_channels, name, spy)
-    x = rng.standard_normal(x_shape).astype(np.float32)
-    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
-    feeds = {"x": x}
-    if residual:
-        out_shape = run_onnxruntime(node_model("Conv", {"x": x}, initializers=init, **attrs), {"x": x})[0].shape
-        feeds["z"] = rng.standard_normal(out_shape).astype(np.float32)
-    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation="Relu", **attrs)
-    if residual:
-        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
+    model, feeds = _fused_conv_relu(rng, x_shape, w_shape, attrs, residual)
     got, _ = run_numba(model, feeds, threads=2)
     assert calls == [2], calls
     # float32 sums of up to 2304 products: rounding differences against onnxruntime's order
