@@ -78,6 +78,9 @@ def _run_command(args: argparse.Namespace) -> int:
     for vi in sess._inputs:
         if vi.name not in feeds and vi.name not in sess._defaults:
             feeds[vi.name] = _random_feed(vi.type, rng, {k: int(v) for k, v in dims.items()})
+    # a compiling provider (numba) may take tens of seconds here on a cold cache: say so up front
+    print("onnxplug: first run (providers may compile kernels now; they are cached for later runs) ...",
+          file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     outputs = sess.run(None, feeds)
     first = time.perf_counter() - t0
