@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 
 from onnxplug.optimizer.passes.dead_node_elimination import DeadNodeElimination
 from onnxplug.optimizer.passes.gemm_transpose_folding import GemmTransposeFolding
@@ -11,7 +12,9 @@ from onnxplug.optimizer.passes.matmul_add_to_gemm import MatMulAddToGemm
 from onnxplug.optimizer.passes.reshape_chain import ReshapeChainCollapse
 from onnxplug.optimizer.passes.reshape_target_folding import ReshapeTargetFolding
 from onnxplug.optimizer.passes.shape_folding import ShapeFolding
-from tests.optimizer.util import F, assert_equivalent, model, node, op_types, rand, run_passes
+from tests.optimizer.util import F, I64, assert_equivalent, model, node, op_types, rand, run_passes
+
+B = TensorProto.BOOL
 
 
 def test_transposes_before_gemm_become_flags():
@@ -92,3 +95,23 @@ def test_runtime_target_from_two_foreign_dims_is_kept():
     m, reports = run_passes(proto, ShapeFolding, ReshapeTargetFolding)
     assert not reports["ReshapeTargetFolding"].changed
     assert op_types(m)["Concat"] == 1
+
+
+def test_matmul_add_in_a_loop_body_becomes_gemm_from_inferred_body_shapes():
+    """The body's MatMul input is computed inside the body (its shape only known from shape
+    inference) and its weight and bias come from the outer scope."""
+    body = helper.make_graph(
+        [node("Gather", ["x", "i"], ["x_t"], axis=0), node("MatMul", ["x_t", "w"], ["m"]),
+         node("Add", ["m", "bias"], ["pre"]), node("Add", ["pre", "h"], ["h_next"]),
+         node("Identity", ["cond"], ["cond_out"])],
+        "body", [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond", B, []),
+                 helper.make_tensor_value_info("h", F, ["batch", 5])],
+        [helper.make_tensor_value_info("cond_out", B, []), helper.make_tensor_value_info("h_next", F, ["batch", 5])])
+    proto = model([node("Loop", ["trips", "", "h0"], ["h_final"], body=body)],
+                  [("x", F, [3, "batch", 4]), ("trips", I64, []), ("h0", F, ["batch", 5])],
+                  [("h_final", F, ["batch", 5])], {"w": rand(4, 5), "bias": rand(5, seed=2)})
+    m, reports = run_passes(proto, MatMulAddToGemm)
+    assert reports["MatMulAddToGemm"].counts == {"fused": 1}
+    fused_body = m.graph.nodes[0].attr("body")
+    assert [n.op_type for n in fused_body.nodes] == ["Gather", "Gemm", "Add", "Identity"]
+    assert_equivalent(proto, m, {"x": rand(3, 2, 4), "trips": np.array(3, np.int64), "h0": rand(2, 5, seed=1)})

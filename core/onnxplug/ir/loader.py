@@ -237,10 +237,30 @@ def _infer_types(proto: onnx.ModelProto, graph: Graph, size: int, serialized: by
                                                 strict_mode=False, data_prop=True)
     except Exception:  # onnx raises several types; inference is an optimisation here
         return
+    _merge_types(inferred.graph, graph)
+
+
+def _merge_types(inferred: onnx.GraphProto, graph: Graph) -> None:
+    """Copy inferred value infos into ``graph`` and, node by node, into its subgraphs (so the
+    optimizer sees the shapes inside If branches and Loop/Scan bodies too)."""
     known = {vi.name for vi in graph.inputs} | {vi.name for vi in graph.outputs}
-    for vp in inferred.graph.value_info:
+    for vp in inferred.value_info:
         if vp.name not in known:
             graph.value_info[vp.name] = ValueInfo.from_proto(vp)
-    for vp, vi in zip(inferred.graph.output, graph.outputs):
+    for vp, vi in zip(inferred.output, graph.outputs):
         if vi.type is None or (vi.type.kind == "tensor" and vi.type.shape is None):
             vi.type = ValueInfo.from_proto(vp).type
+    holders = {tuple(n.outputs): n for n in graph.nodes if n.subgraphs}
+    for np_ in inferred.node:
+        node = holders.get(tuple(np_.output))
+        if node is None:
+            continue
+        for ap in np_.attribute:
+            attr = node.attributes.get(ap.name)
+            if attr is None:
+                continue
+            if ap.type == AttributeProto.GRAPH and attr.type == AttributeProto.GRAPH:
+                _merge_types(ap.g, attr.value)
+            elif ap.type == AttributeProto.GRAPHS and attr.type == AttributeProto.GRAPHS:
+                for gp, sub in zip(ap.graphs, attr.value):
+                    _merge_types(gp, sub)
