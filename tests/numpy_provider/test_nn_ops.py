@@ -307,6 +307,28 @@ def test_lp_pool_and_global_pools(p):
         assert_matches_oracle(op_type, {"x": f32(2, 3, 4, 5, 2)}, rtol=1e-5, atol=1e-6, opset=13)
 
 
+@pytest.mark.parametrize("shape", [(1, 16, 32, 32), (3, 5, 7), (2, 3, 4, 5, 2)])
+def test_global_average_pool_float16_sums_in_float32(shape):
+    x = (f32(*shape) * 4 + 60).astype(np.float16)  # a float16 running sum would drift by several ulp
+    expected = np.mean(x.astype(np.float32), axis=tuple(range(2, x.ndim)), keepdims=True).astype(np.float16)
+    (ours,) = run_ours(node_model("GlobalAveragePool", {"x": x}, opset=13), {"x": x}, like=[expected])
+    assert ours.dtype == np.float16 and np.array_equal(ours, expected)
+
+
+@pytest.mark.parametrize("shape,axes,keepdims", [((16, 1, 32), [0], 0), ((3, 4, 5), [1, 2], 1), ((6, 7), [-1], 0),
+                                                 ((2, 3, 4), None, 0)])
+def test_reduce_mean_float32_and_float64(shape, axes, keepdims):
+    for dtype in (np.float32, np.float64):
+        attrs = {"keepdims": keepdims} if axes is None else {"axes": axes, "keepdims": keepdims}
+        assert_matches_oracle("ReduceMean", {"x": f32(*shape, scale=50).astype(dtype)}, rtol=1e-6, atol=1e-6,
+                              opset=13, **attrs)
+
+
+def test_gemm_float16_accumulates_in_float32():
+    a, b, c = f32(3, 40).astype(np.float16), f32(5, 40).astype(np.float16), f32(5).astype(np.float16)
+    assert_matches_oracle("Gemm", {"a": a, "b": b, "c": c}, rtol=2e-3, atol=2e-3, opset=13, transB=1, alpha=0.5)
+
+
 def test_max_unpool_inverts_max_pool_indices():
     x = f32(1, 2, 6, 6)
     pooled, indices = assert_matches_oracle("MaxPool", {"x": x}, n_outputs=2, opset=12, kernel_shape=[2, 2], strides=[2, 2])

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._nn_util import blas_dtype
+from onnxplug.providers.numpy.ops._nn_util import _NATIVE_DTYPES, blas_dtype
 from onnxplug.providers.numpy.registry import op
 
 
@@ -10,19 +10,24 @@ from onnxplug.providers.numpy.registry import op
 class Gemm(NumpyKernel):
     """Y = alpha * A' @ B' + beta * C; transposes are views BLAS reads without copying."""
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        # parsed once: small Gemms (a recurrent cell in a Loop body) run thousands of times
+        self.alpha = float(self.attr("alpha", 1.0))
+        self.beta = float(self.attr("beta", 1.0))
+        self.trans_a = bool(self.attr("transA", 0))
+        self.trans_b = bool(self.attr("transB", 0))
+
     def compute(self, a, b, c=None):
         out_dtype = a.dtype
-        dt = blas_dtype(a.dtype)
-        if dt != a.dtype:
-            a, b = a.astype(dt), b.astype(dt)
-            c = None if c is None else c.astype(dt)
-        alpha = float(self.attr("alpha", 1.0))
-        beta = float(self.attr("beta", 1.0))
-        a = a.T if self.attr("transA", 0) else a
-        b = b.T if self.attr("transB", 0) else b
-        y = matmul(a, b)
-        if alpha != 1.0:
-            y *= y.dtype.type(alpha)
-        if c is not None and beta != 0.0:
-            y += c if beta == 1.0 else c * c.dtype.type(beta)
-        return np.asarray(y, dtype=out_dtype)
+        if out_dtype not in _NATIVE_DTYPES:
+            dt = blas_dtype(out_dtype)
+            if dt != out_dtype:
+                a, b = a.astype(dt), b.astype(dt)
+                c = None if c is None else c.astype(dt)
+        y = matmul(a.T if self.trans_a else a, b.T if self.trans_b else b)
+        if self.alpha != 1.0:
+            y *= y.dtype.type(self.alpha)
+        if c is not None and self.beta != 0.0:
+            y += c if self.beta == 1.0 else c * c.dtype.type(self.beta)
+        return y if y.__class__ is np.ndarray and y.dtype is out_dtype else np.asarray(y, dtype=out_dtype)

@@ -7,4 +7,8 @@ from onnxplug.providers.numpy.registry import op
 @op("ReduceMean")
 class ReduceMean(QuietReduceKernel):
     def op(self, x, axes, keepdims):
+        if x.size and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+            # np.mean's own steps (a pairwise sum, then one division) without its ~5 us of Python
+            total = np.add.reduce(x, axis=axes, keepdims=keepdims)
+            return np.true_divide(total, x.size // max(np.size(total), 1))
         return np.mean(x, axis=axes, keepdims=keepdims)
