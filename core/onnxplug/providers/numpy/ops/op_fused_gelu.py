@@ -35,4 +35,4 @@ class BiasGelu(_GeluBase):
 
     def compute(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
         approximate = self.attr("approximate", "none")
-        return by_row_blocks(lambda block: gelu(block + bias, approximate), x)
+        return by_row_blocks(lambda block: gelu(block, approximate, bias), x)

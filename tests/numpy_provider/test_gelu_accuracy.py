@@ -1,0 +1,89 @@
+"""The float32 GELU (one rational function for x Phi(x)) against math.erf, onnxruntime and its edges."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from onnxplug.providers.numpy.ops._special_math import gelu
+import onnxplug
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, kernels_only
+from tests.oracle import ort_outputs
+
+GRID = np.linspace(-12, 12, 480_001).astype(np.float32)  # steps of 5e-5, tails included
+
+
+def _exact_gelu(x: np.ndarray) -> np.ndarray:
+    return np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.astype(np.float64)])
+
+
+def test_gelu_is_within_one_micro_of_math_erf_on_a_dense_grid():
+    y = gelu(GRID, "none")
+    assert y.dtype == np.float32
+    err = np.abs(y.astype(np.float64) - _exact_gelu(GRID))
+    assert err.max() <= 1.2e-6
+    # where GELU is tiny (the negative tail), the error is Phi's times |x|: Phi within 2.5e-7
+    assert (err / np.maximum(np.abs(GRID), 1.0)).max() <= 2.5e-7
+
+
+def test_phi_implied_by_gelu_is_within_erf_accuracy_near_zero():
+    x = np.linspace(-1, 1, 20_001).astype(np.float32)
+    x = x[np.abs(x) > 1e-3]
+    phi = gelu(x, "none").astype(np.float64) / x.astype(np.float64)
+    expected = np.array([0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.astype(np.float64)])
+    np.testing.assert_allclose(phi, expected, rtol=0, atol=3e-7)
+
+
+def test_gelu_saturates_exactly_and_keeps_nan_and_infinities():
+    x = np.array([-1e30, -50.0, -8.0, -5.5, 5.5, 8.0, 1e30, np.inf, np.nan, 0.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        y = gelu(x, "none")
+    np.testing.assert_array_equal(y[:4], 0.0)  # -0 like x * 0.5 * (1 + erf) once erf rounds to -1
+    np.testing.assert_array_equal(y[4:8], x[4:8])
+    assert np.isnan(y[8]) and y[9] == 0.0
+
+
+def test_gelu_of_the_bias_sum_equals_gelu_after_adding_and_leaves_x_alone():
+    rng = np.random.default_rng(3)
+    x = (3 * rng.standard_normal((5, 64))).astype(np.float32)
+    bias = rng.standard_normal(64).astype(np.float32)
+    before = x.copy()
+    np.testing.assert_array_equal(gelu(x, "none", bias), gelu(x + bias, "none"))
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_other_float_types_stay_accurate(dtype):
+    x = np.linspace(-6, 6, 2001).astype(dtype)
+    y = gelu(x, "none")
+    assert y.dtype == dtype
+    tol = 2e-3 if dtype == np.float16 else 1e-12
+    np.testing.assert_allclose(y.astype(np.float64), _exact_gelu(x), rtol=tol, atol=tol)
+
+
+def test_ai_onnx_gelu_matches_onnxruntime_on_the_dense_grid():
+    assert_matches_oracle("Gelu", {"x": GRID[::4].copy()}, opset=20, rtol=1e-5, atol=1e-6)
+
+
+def test_bias_gelu_matches_onnxruntime_com_microsoft_bias_gelu():
+    rng = np.random.default_rng(11)
+    x = (3 * rng.standard_normal((2, 40, 1024))).astype(np.float32)  # several row blocks
+    bias = rng.standard_normal(1024).astype(np.float32)
+
+    def bias_gelu_model(domain: str) -> object:
+        node = helper.make_node("BiasGelu", ["x", "bias"], ["y"], domain=domain)
+        graph = helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+                          helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1024])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))])
+        return helper.make_model(graph, ir_version=9, opset_imports=[
+            helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)])
+
+    (expected,) = ort_outputs(bias_gelu_model("com.microsoft"), {"x": x, "bias": bias})
+    ours = onnxplug.InferenceSession(bias_gelu_model("com.onnxplug").SerializeToString(), kernels_only(),
+                                     providers=["numpy"])
+    (actual,) = ours.run(None, {"x": x, "bias": bias})
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
