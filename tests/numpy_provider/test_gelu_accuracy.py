@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxplug.providers.numpy.ops._special_math import gelu
+from onnxplug.providers.numpy.ops.op_fused_gelu import gelu_in_blocks
 import onnxplug
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, kernels_only
 from tests.oracle import ort_outputs
@@ -87,3 +88,12 @@ def test_bias_gelu_matches_onnxruntime_com_microsoft_bias_gelu():
                                      providers=["numpy"])
     (actual,) = ours.run(None, {"x": x, "bias": bias})
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 40_000), (37, 1000), (4, 9, 1000), (70_000,), (0, 5), (5, 0), ()])
+def test_blocks_of_rows_give_the_whole_tensor_values(shape):
+    rng = np.random.default_rng(5)
+    x = (3 * rng.standard_normal(shape)).astype(np.float32)
+    bias = rng.standard_normal(shape[-1:]).astype(np.float32) if shape else None
+    np.testing.assert_array_equal(gelu_in_blocks(x, "none", bias), gelu(x, "none", bias))
+    np.testing.assert_array_equal(gelu_in_blocks(x, "tanh"), gelu(x, "tanh"))

@@ -86,6 +86,8 @@ def _erf64(x: np.ndarray) -> np.ndarray:
 def gelu(x: np.ndarray, approximate: str, bias: np.ndarray | None = None) -> np.ndarray:
     """GELU of ``x`` (+ ``bias``, a vector over the last axis) in x's dtype (float16 computed in
     float32); ``x`` is not modified."""
+    if x.ndim == 0:  # numpy arithmetic on 0-d arrays gives scalars, which the in-place passes refuse
+        return gelu(x.reshape(1), approximate, bias).reshape(())
     work = x.astype(np.float32) if x.dtype.itemsize < 4 else x
     if bias is not None:
         work = work + bias.astype(work.dtype, copy=False)

@@ -1,6 +1,5 @@
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._blocks import by_row_blocks
-from onnxplug.providers.numpy.ops._special_math import gelu
+from onnxplug.providers.numpy.ops.op_fused_gelu import gelu_in_blocks
 from onnxplug.providers.numpy.registry import op
 
 
@@ -13,4 +12,4 @@ class Gelu(NumpyKernel):
         self.approximate = self.attr("approximate", "none")
 
     def compute(self, x):
-        return by_row_blocks(lambda block: gelu(block, self.approximate), x)
+        return gelu_in_blocks(x, self.approximate)
