@@ -2,53 +2,148 @@
 
 Window ``o`` starts at ``o * stride - pad_begin``; taps past the end padding are not part of the
 window (ceil_mode's extra window), as onnxruntime computes them.
+
+Windows are separable, so each output row is made in two passes over contiguous memory: the
+window's input rows are combined column by column into a padded line (``line[pw + ix]`` holds
+input column ``ix``; the padding holds -inf for max, 0 for sums), then output column ``xo``
+combines ``line[xo * sw + j * dw]`` over the taps ``j``. Neither pass tests bounds, and both
+vectorise: max uses LLVM's ``maximum`` (NaN if either side is NaN), not a compare-and-branch,
+which LLVM turns into slow masked stores or does not vectorise at all.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
+from numba.extending import intrinsic
 
 MAX, AVERAGE = 0, 1
 
 
-@njit(nogil=True, error_model="numpy", cache=True)
-def pool2d(x, kind, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w, y):  # type: ignore[no-untyped-def]
-    """``y[t]`` = max or mean over each window of ``x[t]``; ``end_*`` = input size + end padding.
+@intrinsic
+def max_nan(typingctx, a, b):  # type: ignore[no-untyped-def]
+    """The larger of two floats of one type, NaN if either is NaN (and +0 above -0): LLVM's
+    ``maximum``, branch-free, so loops of it vectorise (maxps, a NaN test and a blend on AVX2)."""
+    sig = a(a, b)
 
-    One output row at a time: for each tap (i, j) the range of output columns whose tap falls
-    inside the input is worked out once, so the innermost loop has no bounds tests and
-    vectorises. Windows are separable, so a window's element counts are rows x columns."""
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        ty = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.maximum", [ty], ir.FunctionType(ty, [ty, ty]))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+@njit(inline="always")
+def _line_length(width, ow, kw, sw, dw, pw):  # type: ignore[no-untyped-def]
+    """Length of the padded line: the input row after ``pw`` pads, or as far as the last tap reads."""
+    return max(pw + width, (ow - 1) * sw + (kw - 1) * dw + 1)
+
+
+@njit(inline="always")
+def _max_taps(line, out, ow, kw, sw, dw):  # type: ignore[no-untyped-def]
+    """``out[xo]`` = max over taps ``j`` of ``line[xo * sw + j * dw]``. Called with a literal
+    ``sw`` where it pays: LLVM then vectorises stride 2 as two loads and a shuffle."""
+    if kw == 3 and dw == 1:
+        for xo in range(ow):
+            p = xo * sw
+            out[xo] = max_nan(max_nan(line[p], line[p + 1]), line[p + 2])
+    elif kw == 2 and dw == 1:
+        for xo in range(ow):
+            p = xo * sw
+            out[xo] = max_nan(line[p], line[p + 1])
+    else:
+        for xo in range(ow):
+            out[xo] = line[xo * sw]
+        for j in range(1, kw):
+            off = j * dw
+            for xo in range(ow):
+                out[xo] = max_nan(out[xo], line[xo * sw + off])
+
+
+@njit(inline="always")
+def _sum_taps(line, acc, ow, kw, sw, dw):  # type: ignore[no-untyped-def]
+    """``acc[xo]`` = sum over taps ``j`` of ``line[xo * sw + j * dw]`` (see :func:`_max_taps`)."""
+    if kw == 3 and dw == 1:
+        for xo in range(ow):
+            p = xo * sw
+            acc[xo] = line[p] + line[p + 1] + line[p + 2]
+    elif kw == 2 and dw == 1:
+        for xo in range(ow):
+            p = xo * sw
+            acc[xo] = line[p] + line[p + 1]
+    else:
+        for xo in range(ow):
+            acc[xo] = line[xo * sw]
+        for j in range(1, kw):
+            off = j * dw
+            for xo in range(ow):
+                acc[xo] += line[xo * sw + off]
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def max_pool2d(x, kh, kw, sh, sw, dh, dw, ph, pw, y):  # type: ignore[no-untyped-def]
+    """``y[t]`` = max over each window of ``x[t]``, NaN where the window holds a NaN and -inf
+    where it holds no input element. Taps past the input are padding whatever the end pads,
+    so max needs no end pads."""
     planes, height, width = x.shape
     oh, ow = y.shape[1], y.shape[2]
-    col_lo = np.empty(kw, dtype=np.int64)  # per tap column j: output columns [lo, hi) read inside x
-    col_hi = np.empty(kw, dtype=np.int64)
-    col_valid = np.zeros(ow, dtype=np.int64)  # per output column: taps inside x, taps before end_w
-    col_window = np.zeros(ow, dtype=np.int64)
+    line = np.full(_line_length(width, ow, kw, sw, dw, pw), -np.inf, dtype=x.dtype)
+    mid = line[pw:pw + width]
+    for t in range(planes):
+        for yo in range(oh):
+            hs = yo * sh - ph
+            first = True
+            for i in range(kh):
+                iy = hs + i * dh
+                if iy >= height:
+                    break
+                if iy < 0:
+                    continue
+                src = x[t, iy]
+                if first:
+                    for ix in range(width):
+                        mid[ix] = src[ix]
+                    first = False
+                else:
+                    for ix in range(width):
+                        mid[ix] = max_nan(mid[ix], src[ix])
+            if first:  # every row of the window is padding
+                for ix in range(width):
+                    mid[ix] = -np.inf
+            out = y[t, yo]
+            if sw == 1:
+                _max_taps(line, out, ow, kw, 1, dw)
+            elif sw == 2:
+                _max_taps(line, out, ow, kw, 2, dw)
+            else:
+                _max_taps(line, out, ow, kw, sw, dw)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def average_pool2d(x, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w, y):  # type: ignore[no-untyped-def]
+    """``y[t]`` = mean over each window of ``x[t]``; ``end_*`` = input size + end padding.
+
+    Sums are taken in float64, as the reference does. The divisor counts the window's taps
+    inside the input, or with ``count_include_pad`` those before ``end_*``; windows are
+    separable, so either count is rows x columns."""
+    planes, height, width = x.shape
+    oh, ow = y.shape[1], y.shape[2]
+    cols = np.zeros(ow, dtype=np.float64)  # per output column: the taps counted
     for j in range(kw):
-        lo, hi = 0, 0
-        found = False
         for xo in range(ow):
             ix = xo * sw - pw + j * dw
-            if ix < end_w:
-                col_window[xo] += 1
-            if 0 <= ix < width:
-                col_valid[xo] += 1
-                if not found:
-                    lo, found = xo, True
-                hi = xo + 1
-        col_lo[j], col_hi[j] = lo, hi
-    acc = np.empty(ow, dtype=np.float64)  # sums in float64, as the reference does
-    top = np.empty(ow, dtype=x.dtype)  # maxima in the input's dtype (exact)
+            if (ix < end_w) if count_include_pad else (0 <= ix < width):
+                cols[xo] += 1.0
+    line = np.zeros(_line_length(width, ow, kw, sw, dw, pw), dtype=np.float64)
+    mid = line[pw:pw + width]
+    acc = np.empty(ow, dtype=np.float64)
     for t in range(planes):
         for yo in range(oh):
             hs = yo * sh - ph
             rows_valid = 0
             rows_window = 0
-            if kind == MAX:
-                top[:] = -np.inf
-            else:
-                acc[:] = 0.0
             for i in range(kh):
                 iy = hs + i * dh
                 if iy >= end_h:
@@ -56,26 +151,27 @@ def pool2d(x, kind, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, end_h, en
                 rows_window += 1
                 if iy < 0 or iy >= height:
                     continue
-                rows_valid += 1
                 src = x[t, iy]
-                for j in range(kw):
-                    off = j * dw - pw
-                    if kind == MAX:
-                        for xo in range(col_lo[j], col_hi[j]):
-                            v = src[xo * sw + off]
-                            a = top[xo]
-                            top[xo] = v if (v > a or v != v) else a
-                    else:
-                        for xo in range(col_lo[j], col_hi[j]):
-                            acc[xo] += src[xo * sw + off]
-            out = y[t, yo]
-            if kind == MAX:
-                for xo in range(ow):
-                    out[xo] = top[xo] if rows_valid * col_valid[xo] > 0 else -np.inf
+                if rows_valid == 0:
+                    for ix in range(width):
+                        mid[ix] = src[ix]
+                else:
+                    for ix in range(width):
+                        mid[ix] += src[ix]
+                rows_valid += 1
+            if rows_valid == 0:  # every row of the window is padding
+                for ix in range(width):
+                    mid[ix] = 0.0
+            if sw == 1:
+                _sum_taps(line, acc, ow, kw, 1, dw)
+            elif sw == 2:
+                _sum_taps(line, acc, ow, kw, 2, dw)
             else:
-                for xo in range(ow):
-                    count = rows_window * col_window[xo] if count_include_pad else rows_valid * col_valid[xo]
-                    out[xo] = acc[xo] / count if count > 0 else np.nan
+                _sum_taps(line, acc, ow, kw, sw, dw)
+            rows = np.float64(rows_window if count_include_pad else rows_valid)
+            out = y[t, yo]
+            for xo in range(ow):  # a window of no counted taps sums to 0: 0 / 0 is NaN
+                out[xo] = acc[xo] / (rows * cols[xo])
 
 
 @njit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)

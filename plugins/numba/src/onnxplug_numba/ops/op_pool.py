@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from onnxplug_sdk import GraphView, Node, pool_output_shape, resolve_pads
 
@@ -50,11 +48,18 @@ class _Pool(NumbaKernel):
             spatial, osp = x.shape[2:], out[2:]
         x3 = np.ascontiguousarray(x).reshape(n * c, *spatial)
         y = np.empty((n * c, *osp), dtype=x.dtype)
-        include = int(self.attr("count_include_pad", 0))
-        self.threads.run(lambda lo, hi: kpool.pool2d(
-            x3[lo:hi], self.kind, include, kernel[0], kernel[1], strides[0], strides[1], dilations[0],
-            dilations[1], begin[0], begin[1], spatial[0] + end[0], spatial[1] + end[1], y[lo:hi]),
-            n * c, row_grain(int(math.prod(osp)) * kernel[0] * kernel[1]))
+        (kh, kw), (sh, sw), (dh, dw), (ph, pw) = kernel, strides, dilations, begin[:2]
+        if self.kind == kpool.MAX:
+            def work(lo: int, hi: int) -> None:
+                kpool.max_pool2d(x3[lo:hi], kh, kw, sh, sw, dh, dw, ph, pw, y[lo:hi])
+        else:
+            include = int(self.attr("count_include_pad", 0))
+
+            def work(lo: int, hi: int) -> None:
+                kpool.average_pool2d(x3[lo:hi], include, kh, kw, sh, sw, dh, dw, ph, pw,
+                                     spatial[0] + end[0], spatial[1] + end[1], y[lo:hi])
+        # per plane: the window's rows combined along each output row, then the taps per output
+        self.threads.run(work, n * c, row_grain(osp[0] * (kh * spatial[1] + kw * osp[1])))
         return y.reshape(out)
 
 
