@@ -1,0 +1,85 @@
+"""com.onnxplug SkipLayerNormalization and LayerNormalization kernels against onnxruntime's
+com.microsoft SkipLayerNormalization and ai.onnx LayerNormalization, across several row blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnxplug
+from tests.numpy_provider.single_node_oracle import kernels_only
+from tests.oracle import ort_outputs
+
+RNG = np.random.default_rng(21)
+_TYPES = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16}
+
+
+def _model(op_type: str, domain: str, feeds: dict, outputs: list[str], opset: int = 17, **attrs) -> onnx.ModelProto:
+    node = helper.make_node(op_type, list(feeds), outputs, domain=domain, **attrs)
+    inputs = [helper.make_tensor_value_info(name, _TYPES[value.dtype.type], list(value.shape))
+              for name, value in feeds.items()]
+    outs = [helper.make_tensor_value_info(name, _TYPES[next(iter(feeds.values())).dtype.type], None)
+            for name in outputs if name]
+    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(helper.make_graph([node], "g", inputs, outs), ir_version=9, opset_imports=imports)
+
+
+def _ours(model: onnx.ModelProto, feeds: dict) -> list:
+    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+    return session.run(None, feeds)
+
+
+def _skip_feeds(shape: tuple, dtype, with_bias: bool) -> dict:
+    width = shape[-1]
+    feeds = {"x": 2 * RNG.standard_normal(shape) + 1, "skip": RNG.standard_normal(shape),
+             "gamma": 1 + 0.1 * RNG.standard_normal(width), "beta": 0.1 * RNG.standard_normal(width)}
+    if with_bias:
+        feeds["bias"] = 0.2 * RNG.standard_normal(width)
+    return {name: value.astype(dtype) for name, value in feeds.items()}
+
+
+@pytest.mark.parametrize("shape", [(1, 128, 256), (3, 200, 384), (5, 7)])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("with_sum", [True, False])
+def test_skip_layer_norm_matches_onnxruntime(shape, with_bias, with_sum):
+    feeds = _skip_feeds(shape, np.float32, with_bias)
+    ours = _ours(_model("SkipLayerNormalization", "com.onnxplug", feeds,
+                        ["y", "s"] if with_sum else ["y"], epsilon=1e-5), feeds)
+    # com.microsoft's outputs are Y, mean, inv_std_var, S: the sum is the fourth
+    expected = ort_outputs(_model("SkipLayerNormalization", "com.microsoft", feeds,
+                                  ["y", "", "", "s"] if with_sum else ["y"], epsilon=1e-5), feeds)
+    np.testing.assert_allclose(ours[0], expected[0], rtol=1e-5, atol=2e-6)
+    if with_sum:
+        np.testing.assert_allclose(ours[1], expected[-1], rtol=1e-6, atol=1e-6)
+
+
+def test_skip_layer_norm_in_float64_and_with_a_broadcast_skip():
+    feeds = _skip_feeds((2, 50, 64), np.float64, True)
+    total = feeds["x"] + feeds["skip"] + feeds["bias"]
+    mean = total.mean(-1, keepdims=True)
+    expected = (total - mean) / np.sqrt(((total - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+    expected = expected * feeds["gamma"] + feeds["beta"]
+    (y,) = _ours(_model("SkipLayerNormalization", "com.onnxplug", feeds, ["y"], epsilon=1e-5), feeds)
+    np.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-12)
+    feeds["skip"] = feeds["skip"][:1]  # a skip that broadcasts takes the general path
+    (y,) = _ours(_model("SkipLayerNormalization", "com.onnxplug", feeds, ["y"], epsilon=1e-5), feeds)
+    total = feeds["x"] + feeds["skip"] + feeds["bias"]
+    mean = total.mean(-1, keepdims=True)
+    expected = (total - mean) / np.sqrt(((total - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, expected * feeds["gamma"] + feeds["beta"], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_com_onnxplug_layer_norm_matches_onnxruntime_layer_normalization(dtype, axis):
+    x = (3 * RNG.standard_normal((4, 96, 300)) - 1).astype(dtype)
+    scale_shape = x.shape[axis:] if axis != -1 else x.shape[-1:]
+    feeds = {"x": x, "scale": (1 + 0.1 * RNG.standard_normal(scale_shape)).astype(dtype),
+             "bias": (0.1 * RNG.standard_normal(scale_shape)).astype(dtype)}
+    (ours,) = _ours(_model("LayerNormalization", "com.onnxplug", feeds, ["y"], axis=axis, epsilon=1e-5), feeds)
+    (expected,) = ort_outputs(_model("LayerNormalization", "", feeds, ["y"], axis=axis, epsilon=1e-5), feeds)
+    tol = 2e-3 if dtype == np.float16 else 2e-5
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(ours.astype(np.float32), expected.astype(np.float32), rtol=tol, atol=tol)
