@@ -10,7 +10,8 @@ Loop body's fused chain: 3.5 us per call before, 2.2 us after).
 
 from __future__ import annotations
 
-import itertools
+import threading
+import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,13 +19,22 @@ import numpy as np
 #: A planned call: the input arrays (positional, of the shapes it was planned for) to the outputs.
 Call = Callable[..., tuple[np.ndarray, ...]]
 
-_counter = itertools.count()
+#: Code objects of generated functions by source: the sources name no tensor or shape (those are
+#: in each function's namespace), so a few dozen serve every kernel. Python's compile() of one costs
+#: 40-70 us, which made the first call of a fresh session's tiny kernels take ~0.5 ms.
+_code: dict[str, types.CodeType] = {}
+_code_lock = threading.Lock()
 
 
 def _compile(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
-    code = compile(source, f"<onnxplug_numba {name} {next(_counter)}>", "exec")
-    exec(code, namespace)
-    return namespace[name]  # type: ignore[no-any-return]
+    """The function ``name`` defined by ``source``, with ``namespace`` as its globals."""
+    code = _code.get(source)
+    if code is None:
+        with _code_lock:
+            module = compile(source, f"<onnxplug_numba {name}>", "exec")
+            code = next(c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+            _code[source] = code
+    return types.FunctionType(code, namespace, name)
 
 
 def _names(prefix: str, count: int) -> list[str]:
@@ -86,3 +96,14 @@ def ufunc(fn: Callable[..., Any], order: Sequence[int], count: int, out_shape: t
     args = ", ".join(xs[i] for i in order) + ("" if dtype is None else ", out=empty(out_shape, dtype)")
     source = f"def call({', '.join(xs)}):\n    return (fn({args}),)\n"
     return _compile(source, "call", {"fn": fn, "empty": np.empty, "out_shape": out_shape, "dtype": dtype})
+
+
+def scalar_test(test: str, order: Sequence[int], count: int) -> Call:
+    """``(array(test),)`` for ``count`` 0-d inputs, where ``test`` is a Python expression of ``a``
+    (input ``order[0]``) and ``b`` (input ``order[1]``) as Python values; the result is a new
+    0-d bool array."""
+    xs = _names("x", count)
+    values = {"a": f"{xs[order[0]]}.item()", "b": f"{xs[order[-1]]}.item()"}
+    expr = " ".join(values.get(word, word) for word in test.split())
+    source = f"def call({', '.join(xs)}):\n    return (array({expr}),)\n"
+    return _compile(source, "call", {"array": np.array})

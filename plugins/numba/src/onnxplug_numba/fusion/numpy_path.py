@@ -7,6 +7,11 @@ ops (a loop condition, a counter increment), so for them the ufunc is used, but 
 where it is bit-identical to the generated scalar expression and raises no floating-point warning
 the compiled loop would not: comparisons, logic, ``Abs``/``Neg``, ``Where``, ``IsNaN``, and
 integer ``Add``/``Sub``/``Mul`` (both wrap modulo 2**bits).
+
+A comparison or logical op on 0-d inputs (a loop condition, an If's predicate) goes further: it
+compares the Python values (``item()``: exact for every integer and float dtype, NaN compares as
+IEEE says) and wraps the bool in a new 0-d array, about twice as fast as a ufunc call with ``out=``
+(~1.1 against ~0.5 us).
 """
 
 from __future__ import annotations
@@ -38,6 +43,13 @@ _EXACT: dict[str, tuple[Callable[..., Any], frozenset[str]]] = {
     "Where": (np.where, NUMERIC | BOOL),
 }
 
+#: op -> the same test on Python values a, b (bools, ints or floats of one dtype).
+_SCALAR: dict[str, str] = {
+    "Equal": "a == b", "Less": "a < b", "Greater": "a > b", "LessOrEqual": "a <= b", "GreaterOrEqual": "a >= b",
+    "And": "a and b", "Or": "a or b", "Xor": "a != b", "Not": "not a", "IsNaN": "a != a",
+}
+
+
 def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
     """A ufunc call computing ``program`` exactly at ``out_shape``, or None if there is none."""
     if len(program.steps) != 1 or len(program.outputs) != 1 or math.prod(out_shape) > NUMPY_MAX_ELEMENTS:
@@ -49,6 +61,8 @@ def numpy_call(program: Program, out_shape: tuple[int, ...]) -> Call | None:
         return None
     ufunc = found[0]
     order = [program.inputs.index(a) for a in step.args if a is not None]  # a repeated input is passed once
+    if out_shape == () and step.op in _SCALAR:  # every input is 0-d (broadcasting keeps the rank)
+        return calls.scalar_test(_SCALAR[step.op], order, len(program.inputs))
     # out= (not for np.where, which returns an array anyway): a ufunc on 0-d arrays returns a numpy
     # scalar, kernels return arrays
     dtype = None if ufunc is np.where else np.dtype(step.dtype)

@@ -77,7 +77,7 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
     if a.ndim == 2 and b.ndim == 2:
         macs = a.size * b.shape[1]
         if macs < NATIVE_MIN_MACS:
-            if macs >= OPENBLAS_SERIAL_MACS:
+            if not openblas_serial(a.shape[0], macs, b.shape[1]):
                 threads.blas()
             # too small to share: ndarray.dot makes the same BLAS call with ~1.5 us less dispatch
             y = a.dot(b)
@@ -117,6 +117,16 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
 #: setting (its gemv threshold, 2304 x GEMM_MULTITHREAD_THRESHOLD 4; gemm's is higher), so they skip
 #: the setting's check (a ctypes call, ~0.4 us: much of a tiny product's cost).
 OPENBLAS_SERIAL_MACS = 9216
+#: The same for matrix-matrix products (both sides wider than one): OpenBLAS's gemm runs one thread
+#: up to 65536 x 4 multiply-adds (SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD); checked with the
+#: pool at two threads: no other thread got CPU time on products of up to 96x64x64.
+OPENBLAS_SERIAL_GEMM_MACS = 262144
+
+
+def openblas_serial(m: int, macs: int, n: int) -> bool:
+    """Whether OpenBLAS runs an (m, k) @ (k, n) product of ``macs`` multiply-adds on one thread
+    whatever its thread setting (so the caller need not pin it first)."""
+    return macs < OPENBLAS_SERIAL_MACS or (macs <= OPENBLAS_SERIAL_GEMM_MACS and m > 1 and n > 1)
 
 #: Float32 products (with a 2-D right operand) from this many multiply-adds are shared in a numba
 #: prange region (kernels/native_parallel.py): hand-offs there cost microseconds, not tens of them.

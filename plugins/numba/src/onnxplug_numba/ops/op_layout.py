@@ -169,6 +169,12 @@ class Gather(HostKernel):
 
     def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
         axis = self.axis
+        if axis == 0 and indices.ndim == 0 and x.flags.c_contiguous and x.ndim:
+            # one slice of the first axis (a Loop body reading step i): a contiguous view, ~0.5 us
+            # less than take's copy
+            i = int(indices)
+            if -x.shape[0] <= i < x.shape[0]:
+                return x[i, ...]
         if not 0 <= axis < x.ndim:
             axis = _axis(axis, x.ndim, self.node)
         if indices.dtype != np.int64:
