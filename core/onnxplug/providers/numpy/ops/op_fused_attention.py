@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -11,6 +12,43 @@ from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
+
+#: Row sums below this after the shared shift (see _shifted_exp) mean a row's own maximum was far
+#: below the others': such calls are redone with a per-row shift so no row underflows.
+_SMALLEST_ROW_SUM = 1e-20
+
+
+@functools.lru_cache(maxsize=32)
+def _ones_column(length: int, dtype: np.dtype) -> np.ndarray:
+    ones = np.ones((length, 1), dtype=dtype)
+    ones.setflags(write=False)
+    return ones
+
+
+def _shifted_exp(scores: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
+    """exp(scores + bias - shift) in place with one shift for the whole tensor (the largest score
+    plus the largest bias, an upper bound of every row's maximum), and the row sums as a column;
+    None when that shift is not finite or a row would be left with too little (the caller then
+    normalizes row by row).
+
+    One shift costs two fast whole-tensor reductions where per-row maxima took a strided reduction
+    and a pass subtracting them (35 + 24 us on 4x128x128 float32); it folds into the bias pass.
+    """
+    shift = scores.max()
+    if bias is not None:
+        shift = shift + bias.max()
+    if not np.isfinite(shift):
+        return None
+    if bias is not None:
+        scores += bias - shift
+    else:
+        scores -= shift
+    np.exp(scores, out=scores)
+    length = scores.shape[-1]
+    sums = scores.reshape(-1, length).dot(_ones_column(length, scores.dtype))  # a BLAS product
+    if not sums.min() >= _SMALLEST_ROW_SUM:  # also catches NaN
+        return None
+    return sums
 
 
 @op("MultiHeadAttention", domain="com.onnxplug")
@@ -31,14 +69,30 @@ class MultiHeadAttention(NumpyKernel):
         k = key.reshape(batch, length, heads, head_size).transpose(0, 2, 3, 1)
         v = value.reshape(batch, length, heads, value.shape[2] // heads).transpose(0, 2, 1, 3)
         scores = matmul(q, k)
+        sums = None
+        if scores.dtype in (np.float32, np.float64) and scores.size:
+            with np.errstate(invalid="ignore", over="ignore"):
+                sums = _shifted_exp(scores, bias)
+            if sums is None:
+                scores = matmul(q, k)  # _shifted_exp may have changed them
+        if sums is None:
+            self._softmax_rows(scores, bias)
+            context = matmul(scores, v)
+        else:
+            # Normalizing the [B, H, S, Dv] context instead of the [B, H, S, L] probabilities.
+            context = matmul(scores, v)
+            context /= sums.reshape(*scores.shape[:-1], 1)
+        return np.ascontiguousarray(context.transpose(0, 2, 1, 3)).reshape(batch, seq, -1).astype(
+            query.dtype, copy=False)
+
+    @staticmethod
+    def _softmax_rows(scores: np.ndarray, bias: np.ndarray | None) -> None:
+        """softmax(scores + bias) over the last axis in place, shifting each row by its own maximum."""
         if bias is not None:
             scores += bias
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
-        context = matmul(scores, v)
-        return np.ascontiguousarray(context.transpose(0, 2, 1, 3)).reshape(batch, seq, -1).astype(
-            query.dtype, copy=False)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
