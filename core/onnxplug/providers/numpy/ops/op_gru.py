@@ -1,7 +1,8 @@
 import numpy as np
 
 from onnxplug.providers.numpy.blas import matmul
-from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel, augmented_weights, state_buffer
+from onnxplug.providers.numpy.ops._rnn_util import (RecurrentKernel, direction_steps, fast_feed, fast_outputs,
+                                                    recurrent_weights)
 from onnxplug.providers.numpy.registry import op
 
 
@@ -14,11 +15,11 @@ class GRU(RecurrentKernel):
 
     def compute(self, x, w, r, b=None, sequence_lens=None, initial_h=None):
         lbr = bool(self.attr("linear_before_reset", 0))
+        if self.default_acts and self.clip is None and x.dtype.kind == "f" and self.full_lengths(x, sequence_lens):
+            return self._fast(x, w, r, b, initial_h, lbr)
         p = self.prepare(x, w, r, b, sequence_lens, [True, True, not lbr])
         hs = p.hidden
         h = self.initial_state(initial_h, p)
-        if self.default_acts and self.clip is None and p.active is None and x.dtype.kind == "f":
-            return self._fast(p, h, lbr, r, b)
         ys = np.empty((p.seq, self.num_directions, p.batch, hs), dtype=x.dtype)
         rt_zr, rt_h = p.rt[..., :2 * hs], p.rt[..., 2 * hs:]
         rb_h = None if p.rb is None else p.rb[:, None, 2 * hs:]
@@ -49,49 +50,83 @@ class GRU(RecurrentKernel):
             h = ys[t]
         return self.finish(ys, [h.copy()], p)
 
-    def _fast(self, p, h0, lbr, r, b):
-        """Default activations, all sequences full: few calls per step.
+    def _fast(self, x, w, r, b, h0, lbr):
+        """Default activations, all sequences full: one direction at a time (see ``_rnn_util``), with
+        the z and r columns of W, R and B negated for 1 / (1 + exp(-x))."""
+        dtype = x.dtype
+        hs = w.shape[1] // 3
+        scale = np.ones(3 * hs, dtype=dtype)
+        scale[:2 * hs] = -1
+        feed = fast_feed(self, x, w, b, scale, [True, True, not lbr])
+        rt = recurrent_weights(self, r, scale)
+        d_count, seq, batch = feed.shape[:3]
+        if lbr:
+            # R h + Rb comes out of one product: the n part of each step's feed holds Rb_h (it is added
+            # before r multiplies), and the input part of n is added after
+            feed_n = feed[..., 2 * hs:].copy()
+            feed[..., 2 * hs:] = 0 if b is None else b[:, None, None, 5 * hs:].astype(dtype, copy=False)
+            feed_zr, rt_zr = feed, rt
+            rt_n = [None] * d_count
+        else:
+            feed_zr, feed_n = feed[..., :2 * hs], feed[..., 2 * hs:]
+            rt_zr = self.derived("rt_zr", (r,), lambda: np.ascontiguousarray(rt[..., :2 * hs]))
+            rt_n = self.derived("rt_n", (r,), lambda: np.ascontiguousarray(rt[..., 2 * hs:]))
+        ys = np.empty((seq, d_count, batch, hs), dtype=dtype)
+        h_last = np.zeros((d_count, batch, hs), dtype=dtype)
+        for d in range(d_count):
+            if h0 is not None:
+                h_last[d] = h0[:, d] if self.layout == 1 else h0[d]
+            steps = direction_steps(ys, d, self.is_reverse(d), h_last[d].copy())
+            _gru_direction(feed_zr[d], feed_n[d], rt_zr[d], rt_n[d], steps)
+            if seq:
+                h_last[d] = steps[-1][1]
+        return fast_outputs(self, ys, [h_last])
 
-        z and r come from one tanh on half-scaled inputs (sigmoid(x) = (1 + tanh(x / 2)) / 2), and
-        the recurrent bias rides inside the matmul on a state with a trailing 1.
-        """
-        hs = p.hidden
-        half = np.ones(3 * hs, dtype=p.feed.dtype)
-        half[:2 * hs] = 0.5
-        feed = p.feed
-        feed *= half  # scales z and r inputs
-        rt = self.derived("rt_aug", (r, b), lambda: augmented_weights(
-            p.rt if lbr else p.rt[..., :2 * hs], p.rb if lbr else (None if p.rb is None else p.rb[:, :2 * hs]),
-            half if lbr else half[:2 * hs]))
-        rt_h = None if lbr else p.rt[..., 2 * hs:]
-        rb_h = None if lbr or p.rb is None else p.rb[:, None, 2 * hs:]
-        buf = state_buffer(p, h0)
-        hr = np.empty(h0.shape[:-1] + (rt.shape[-1],), dtype=p.feed.dtype)
-        n = np.empty_like(h0)
-        d = np.empty_like(h0)
-        # views made once: the loop body is only ufunc calls on preallocated buffers
-        zr, z, r = hr[..., :2 * hs], hr[..., :hs], hr[..., hs:2 * hs]
-        hr_n = hr[..., 2 * hs:] if lbr else None
-        feed_zr, feed_n = feed[..., :2 * hs], feed[..., 2 * hs:]
-        states = [buf[t, ..., :hs] for t in range(p.seq + 1)]
-        matmul, tanh, multiply = np.matmul, np.tanh, np.multiply
-        for t in range(p.seq):
-            h = states[t]
-            matmul(buf[t], rt, out=hr)
-            zr += feed_zr[t]
-            tanh(zr, out=zr)
-            zr *= 0.5
-            zr += 0.5
-            if lbr:
-                multiply(r, hr_n, out=n)
-            else:
-                matmul(r * h, rt_h, out=n)
-                if rb_h is not None:
-                    n += rb_h
-            n += feed_n[t]
-            tanh(n, out=n)
-            np.subtract(h, n, out=d)
-            d *= z
-            np.add(d, n, out=states[t + 1])
-        ys = buf[1:, ..., :hs]
-        return self.finish(np.ascontiguousarray(ys), [ys[-1].copy()], p)
+
+def _gru_direction(feed_zr: np.ndarray, feed_n: np.ndarray, rt: np.ndarray, rt_n: np.ndarray | None,
+                   steps: list) -> None:
+    """One direction of the fast path: writes each step's h where ``steps`` says.
+
+    With ``rt_n`` None (linear_before_reset) ``rt`` (H, 3H) gives [z, r, R_h h] in one product and
+    each ``feed_zr`` step (B, 3H) adds [inputs of z and r, Rb_h]; otherwise ``rt`` (H, 2H) gives z, r
+    and ``rt_n`` (H, H) multiplies r * h. z and r columns are negated; ``feed_n`` (S, B, H).
+    """
+    hs = feed_n.shape[-1]
+    batch = feed_n.shape[1]
+    dtype = feed_n.dtype
+    one = np.array(1, dtype=dtype)  # a 0-d array operand dispatches faster than a scalar
+    hr = np.empty((batch, rt.shape[1]), dtype=dtype)
+    zr, z, r, r_h = hr[:, :2 * hs], hr[:, :hs], hr[:, hs:2 * hs], hr[:, 2 * hs:]
+    n = np.empty((batch, hs), dtype=dtype)
+    diff = np.empty((batch, hs), dtype=dtype)
+    matmul, tanh, exp, multiply, add, subtract, divide = (np.matmul, np.tanh, np.exp, np.multiply, np.add,
+                                                          np.subtract, np.divide)
+    with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
+        if rt_n is None:
+            for (h, h_out), x_t, xn_t in zip(steps, feed_zr, feed_n):
+                matmul(h, rt, out=hr)
+                add(hr, x_t, out=hr)
+                exp(zr, out=zr)
+                add(zr, one, out=zr)
+                divide(one, zr, out=zr)
+                multiply(r, r_h, out=n)
+                add(n, xn_t, out=n)
+                tanh(n, out=n)
+                subtract(h, n, out=diff)
+                multiply(diff, z, out=diff)
+                add(diff, n, out=h_out)
+        else:
+            rh = np.empty((batch, hs), dtype=dtype)
+            for (h, h_out), x_t, xn_t in zip(steps, feed_zr, feed_n):
+                matmul(h, rt, out=zr)
+                add(zr, x_t, out=zr)
+                exp(zr, out=zr)
+                add(zr, one, out=zr)
+                divide(one, zr, out=zr)
+                multiply(r, h, out=rh)
+                matmul(rh, rt_n, out=n)
+                add(n, xn_t, out=n)
+                tanh(n, out=n)
+                subtract(h, n, out=diff)
+                multiply(diff, z, out=diff)
+                add(diff, n, out=h_out)

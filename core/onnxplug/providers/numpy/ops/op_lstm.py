@@ -1,7 +1,8 @@
 import numpy as np
 
 from onnxplug.providers.numpy.blas import matmul
-from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel, augmented_weights, state_buffer
+from onnxplug.providers.numpy.ops._rnn_util import (RecurrentKernel, direction_steps, fast_feed, fast_outputs,
+                                                    recurrent_weights)
 from onnxplug.providers.numpy.registry import op
 
 
@@ -13,14 +14,14 @@ class LSTM(RecurrentKernel):
     default_activations = ("Sigmoid", "Tanh", "Tanh")
 
     def compute(self, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p_peep=None):
+        coupled = bool(self.attr("input_forget", 0))
+        if (self.default_acts and self.clip is None and p_peep is None and not coupled and x.dtype.kind == "f"
+                and self.full_lengths(x, sequence_lens)):
+            return self._fast(x, w, r, b, initial_h, initial_c)
         p = self.prepare(x, w, r, b, sequence_lens, [True] * 4)
         hs = p.hidden
         h = self.initial_state(initial_h, p)
         c = self.initial_state(initial_c, p)
-        coupled = bool(self.attr("input_forget", 0))
-        if (self.default_acts and self.clip is None and p.active is None and p_peep is None and not coupled
-                and x.dtype.kind == "f"):
-            return self._fast(p, h, c, r, b)
         peep = None
         if p_peep is not None:
             peep = p_peep.astype(x.dtype, copy=False).reshape(self.num_directions, 1, 3 * hs)
@@ -64,37 +65,61 @@ class LSTM(RecurrentKernel):
         f = self.activations[2]
         return f(x) if not isinstance(f, list) else np.stack([fd(x[d]) for d, fd in enumerate(f)])
 
-    def _fast(self, p, h0, c0, r, b):
-        """Default activations, no peepholes, all sequences full: one tanh over all four gates.
+    def _fast(self, x, w, r, b, h0, c0):
+        """Default activations, no peepholes, all sequences full: one direction at a time (see
+        ``_rnn_util``), with the i, o, f columns of W, R and B negated for 1 / (1 + exp(-x))."""
+        dtype = x.dtype
+        hs = w.shape[1] // 4
+        scale = np.ones(4 * hs, dtype=dtype)
+        scale[:3 * hs] = -1
+        feed = fast_feed(self, x, w, b, scale, [True] * 4)
+        rt = recurrent_weights(self, r, scale)
+        d_count, seq, batch = feed.shape[:3]
+        ys = np.empty((seq, d_count, batch, hs), dtype=dtype)
+        h_last = np.zeros((d_count, batch, hs), dtype=dtype)
+        c_last = np.zeros((d_count, batch, hs), dtype=dtype)
+        for d in range(d_count):
+            if h0 is not None:
+                h_last[d] = h0[:, d] if self.layout == 1 else h0[d]
+            if c0 is not None:
+                c_last[d] = c0[:, d] if self.layout == 1 else c0[d]
+            steps = direction_steps(ys, d, self.is_reverse(d), h_last[d].copy())
+            _lstm_direction(feed[d], rt[d], steps, c_last[d])
+            if seq:
+                h_last[d] = steps[-1][1]
+        return fast_outputs(self, ys, [h_last, c_last])
 
-        The i, o, f inputs are half-scaled so sigmoid(x) = (1 + tanh(x / 2)) / 2, and the recurrent
-        bias rides inside the matmul on a state with a trailing 1.
-        """
-        hs = p.hidden
-        half = np.ones(4 * hs, dtype=p.feed.dtype)
-        half[:3 * hs] = 0.5
-        feed = p.feed
-        feed *= half
-        rt = self.derived("rt_aug", (r, b), lambda: augmented_weights(p.rt, p.rb, half))
-        buf = state_buffer(p, h0)
-        c = c0.copy()
-        g = np.empty(h0.shape[:-1] + (4 * hs,), dtype=p.feed.dtype)
-        tmp = np.empty_like(c)
-        # views made once: the loop body is only ufunc calls on preallocated buffers
-        iof, gi, go, gf, gc = (g[..., :3 * hs], g[..., :hs], g[..., hs:2 * hs], g[..., 2 * hs:3 * hs],
-                               g[..., 3 * hs:])
-        outs = [buf[t + 1, ..., :hs] for t in range(p.seq)]
-        matmul, tanh, multiply = np.matmul, np.tanh, np.multiply
-        for t in range(p.seq):
-            matmul(buf[t], rt, out=g)
-            g += feed[t]
+
+def _lstm_direction(feed: np.ndarray, rt: np.ndarray, steps: list, c: np.ndarray) -> None:
+    """One direction of the fast path: writes each step's h where ``steps`` says, leaves the final
+    cell state in ``c`` (B, H).
+
+    ``feed`` (S, B, 4H) and ``rt`` (H, 4H) have the i, o, f columns negated. The gates live in
+    mem[0] (B, 4H) and the cell state in mem[1][:, :H], so that [f, g] * [c, i] is one multiply.
+    """
+    batch, hs = c.shape
+    dtype = feed.dtype
+    one = np.array(1, dtype=dtype)  # a 0-d array operand dispatches faster than a scalar
+    mem = np.empty((2, batch, 4 * hs), dtype=dtype)
+    gates, cell = mem[0], mem[1, :, :hs]
+    cell[...] = c
+    iof, o, g = gates[:, :3 * hs], gates[:, hs:2 * hs], gates[:, 3 * hs:]
+    fg = gates[:, 2 * hs:].reshape(batch, 2, hs)
+    ci = mem[::-1, :, :hs].transpose(1, 0, 2)  # (B, 2, H): c then i
+    prod = np.empty((batch, 2, hs), dtype=dtype)
+    fc, gi = prod[:, 0], prod[:, 1]
+    tanh_c = np.empty((batch, hs), dtype=dtype)
+    matmul, tanh, exp, multiply, add, divide = np.matmul, np.tanh, np.exp, np.multiply, np.add, np.divide
+    with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
+        for (h, h_out), x_t in zip(steps, feed):
+            matmul(h, rt, out=gates)
+            add(gates, x_t, out=gates)
+            exp(iof, out=iof)
+            add(iof, one, out=iof)
+            divide(one, iof, out=iof)
             tanh(g, out=g)
-            iof *= 0.5
-            iof += 0.5
-            c *= gf
-            multiply(gi, gc, out=tmp)
-            c += tmp
-            tanh(c, out=tmp)
-            multiply(go, tmp, out=outs[t])
-        ys = buf[1:, ..., :hs]
-        return self.finish(np.ascontiguousarray(ys), [ys[-1].copy(), c], p)
+            multiply(fg, ci, out=prod)
+            add(fc, gi, out=cell)
+            tanh(cell, out=tanh_c)
+            multiply(o, tanh_c, out=h_out)
+    c[...] = cell
