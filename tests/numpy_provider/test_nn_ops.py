@@ -64,10 +64,11 @@ CONV_CASES = [
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-@pytest.mark.parametrize("images, size", [(6, 58), (16, 28)], ids=["phase rows", "channels last"])
+@pytest.mark.parametrize("images, size", [(6, 58), (64, 8)], ids=["columns", "channels last"])
 def test_depthwise_conv_in_many_blocks_on_threads(monkeypatch, stride, images, size):
     """Large enough for the product threads, with blocks of a few channels: every block boundary
-    and every image is checked against onnxruntime, for both scratch layouts."""
+    and every image is checked against onnxruntime, for both formulations (more in
+    test_depthwise_conv.py)."""
     from onnxplug.providers.numpy.ops import _depthwise
 
     monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 64 << 10)

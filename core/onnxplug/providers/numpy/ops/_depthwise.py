@@ -1,37 +1,49 @@
-"""Depthwise convolution (one input channel per group) as sums of shifted inputs, in cache-sized units.
+"""Depthwise convolution (one input channel per group) as one small matmul per channel, in large units.
 
 Work goes in units of one image and a block of channels. A unit copies its channels, padded, into
-a small scratch buffer: that is the only read of the input, and no padded copy of the whole tensor
-is made. Each kernel offset then costs one multiply and one add over long contiguous runs, and the
-unit's result is written to the output, where the bias and the caller's epilogue (residual,
-activation) run while it is still in cache. Two scratch layouts:
+a scratch buffer split into stride phases, each channel's phase plane flattened into one row: that
+is the only read of the input, and no padded copy of the whole tensor is made. Every kernel offset
+then reads one run of a phase row per channel, so the unit's columns ``(taps, channels, run)`` are
+filled with one copy per phase, in long contiguous runs, and one batched matmul
+``weights (channels, mult, taps + bias) @ columns (channels, taps + ones, run)`` sums the taps and
+adds the bias (a single-threaded BLAS gemv per channel). For 2-D images a phase row keeps only as
+many columns as the output has, so the runs are laid out as the output and the matmul writes it.
 
-- rows: per channel, the padded plane split into stride phases and flattened, so every offset
-  reads one contiguous row per channel (long rows: large images);
-- channels last: (H, W, C), so every offset reads runs of C (or W * C at stride 1) values with
-  one weight per channel (small images with many channels, where rows would be short).
+That is a copy and a BLAS read per tap, where a multiply and an add per tap (the other numpy
+formulation) move more memory and take twice the numpy calls. numpy calls cost microseconds here,
+so units are large (measured on MobileNetV2's shapes: 4 MB units ~1.5x faster than 256 KB ones).
+Outputs of a few dozen positions per channel use a channels-last scratch instead, where the
+per-channel BLAS calls would cost more than the arithmetic. The caller's epilogue (residual,
+activation) runs on each unit's output.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import product
 from typing import Callable, Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import parallel_for
+from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
 
 #: Applied in place to one unit's output ``view``; ``index`` selects the same elements of the full
 #: (N, M, *spatial) output, for a residual.
 Epilogue = Callable[[np.ndarray, tuple], None]
 
-#: Bytes of scratch, accumulator and temporary that one unit keeps in cache: every kernel offset
-#: makes two passes over them.
-BLOCK_BYTES = 1 << 20
+#: Bytes of scratch, columns and result of one unit: few enough units that their ~10 numpy calls
+#: each cost little next to the copies.
+BLOCK_BYTES = 4 << 20
 
-#: 2-D images with at most this many padded positions use the channels-last scratch: their rows
-#: are too short for numpy to run fast on (measured: 14x14 and 7x7 planes 1.5-3x faster).
-CHANNELS_LAST_MAX_PLANE = 32 * 32
+#: 2-D outputs with at most this many positions per channel use the channels-last scratch: one
+#: BLAS call per channel costs more than its few dozen multiply-adds (measured: 7x7 outputs
+#: ~1.2x faster channels-last, 14x14 ones ~1.2x faster with columns).
+CHANNELS_LAST_MAX_OUT = 64
+
+#: A depthwise multiply-add (a copied column value and its share of a BLAS gemv) takes about as
+#: long as this many multiply-adds of a large matmul: scales the work given to ``parallel_for``,
+#: so layers of more than ~100k outputs per batch use both product threads.
+DEPTHWISE_MAC_COST = 32
 
 
 class _Shape:
@@ -65,85 +77,197 @@ class _Shape:
         return tuple(dst), tuple(src)
 
 
+class _TapGroup:
+    """The kernel offsets that read one stride phase: per axis an evenly spaced run of kernel
+    indices, whose reads are evenly spaced in the phase's flattened rows too, so the whole group is
+    one strided view of the scratch."""
+
+    def __init__(self, phase: int, axes: Sequence[tuple[list[int], int, int]], kernel: Sequence[int],
+                 row_strides: Sequence[int]) -> None:
+        self.phase = phase
+        #: per axis: how many kernel indices, and the step of their reads in the flattened rows
+        self.counts = tuple(len(idx) for idx, _, _ in axes)
+        self.steps = tuple(step * r for (_, _, step), r in zip(axes, row_strides))
+        #: per axis: the phase row the first offset reads
+        self.firsts = tuple(first for _, first, _ in axes)
+        #: where the first offset's run starts in the phase's flattened rows
+        self.offset = sum(first * r for first, r in zip(self.firsts, row_strides))
+        #: the flat kernel index of each offset, in the view's order
+        self.taps = [int(np.ravel_multi_index(idx, kernel)) for idx in product(*(idx for idx, _, _ in axes))]
+
+
+def _tap_groups(sh: _Shape, row_strides: Sequence[int]) -> list[_TapGroup]:
+    """Kernel offsets grouped by the stride phase they read, in phase order."""
+    per_axis = []  # per axis: [(phase, kernel indices, first row, row step)]
+    for k, d, s in zip(sh.kernel, sh.dilations, sh.strides):
+        runs = []
+        for phase in range(s):
+            idx = [i for i in range(k) if i * d % s == phase]
+            if idx:
+                # indices i0 + j * s / gcd(d, s) read rows (i0 * d) // s + j * d / gcd(d, s)
+                step = (idx[1] * d - idx[0] * d) // s if len(idx) > 1 else 0
+                runs.append((phase, idx, idx[0] * d // s, step))
+        per_axis.append(runs)
+    groups = []
+    for combo in product(*per_axis):
+        phase = int(np.ravel_multi_index([r[0] for r in combo], sh.strides))
+        groups.append(_TapGroup(phase, [(r[1], r[2], r[3]) for r in combo], sh.kernel, row_strides))
+    return groups
+
+
+class _Plan:
+    """Where a unit's scratch holds the input, and how its columns are read from the scratch.
+
+    The scratch holds, per stride phase and channel, the phase's padded positions as rows
+    (``stored`` per axis, flattened) between two margins. For 2-D images whose input columns
+    fit in as many columns as the output has (any padded conv of MobileNet's), a phase row keeps
+    only ``out_w`` columns, starting at its first input column: a tap's run then covers exactly
+    the outputs (no padding columns between rows), so the matmul writes the output itself. Its
+    reads past either end of a row wrap into the next or previous row; they belong to padding,
+    and are zeroed in the columns (``fixes``).
+    """
+
+    def __init__(self, sh: _Shape) -> None:
+        nd, out_sp = sh.nd, sh.out_sp
+        rows = [-(-sh.padded[i] // sh.strides[i]) for i in range(nd)]
+        placed = [sh.input_slices(rows, phase, sh.strides) for phase in np.ndindex(*sh.strides)]
+        self.compact = nd == 2 and all(found is None or found[0][-1].stop - found[0][-1].start <= out_sp[-1]
+                                       for found in placed)
+        stored = rows[:-1] + [out_sp[-1]] if self.compact else rows
+        # per phase: the stored window's first phase column on the last axis
+        first_col = [found[0][-1].start if self.compact and found is not None else 0 for found in placed]
+        self.stored = stored
+        self.plane = math.prod(stored)
+        row_strides = [math.prod(stored[i + 1:]) for i in range(nd)]
+        self.length = sum((o - 1) * r for o, r in zip(out_sp, row_strides)) + 1
+        #: whether a tap's run is laid out as the output (no padding columns between output rows)
+        self.direct = self.length == math.prod(out_sp)
+        self.grid_len = out_sp[0] * row_strides[0]
+        self.groups = _tap_groups(sh, row_strides)
+        starts = [g.offset - first_col[g.phase] * row_strides[-1] for g in self.groups]
+        ends = [st + sum((n - 1) * step for n, step in zip(g.counts, g.steps)) + self.length
+                for st, g in zip(starts, self.groups)]
+        self.margin = max(0, -min(starts))
+        self.phase_len = self.margin + self.plane + max(0, max(ends) - self.plane)
+        #: per tap group: where its first run starts in a channel's phase row
+        self.starts = [self.margin + st for st in starts]
+        #: (phase, scratch slices, strided input slices) of the copies of the input
+        self.copies = []
+        for phase_idx, found in enumerate(placed):
+            if found is not None:
+                dst = list(found[0])
+                dst[-1] = slice(dst[-1].start - first_col[phase_idx], dst[-1].stop - first_col[phase_idx])
+                self.copies.append((phase_idx, tuple(dst), found[1]))
+        covered = sum(math.prod(d.stop - d.start for d in dst) for _, dst, _ in self.copies)
+        #: zero-filled scratch only when padding or uncovered phase rows leave gaps in the stored rows
+        self.gaps = covered < len(placed) * self.plane
+        #: (first column of a tap group, its shape (taps per axis), index of the wrapped reads in
+        #: its columns shaped (channels, *taps per axis, *out))
+        self.fixes: list[tuple[int, tuple[int, ...], tuple]] = []
+        if self.compact:
+            t0, width = 0, out_sp[-1]
+            for g in self.groups:
+                for j in range(g.counts[-1]):
+                    shift = g.firsts[-1] + j * g.steps[-1] - first_col[g.phase]
+                    for bad in (slice(0, min(width, -shift)), slice(max(0, width - shift), width)):
+                        if bad.start < bad.stop:
+                            self.fixes.append((t0, g.counts, (slice(None),) * nd + (j, slice(None), bad)))
+                t0 += len(g.taps)
+
+
 def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides: Sequence[int],
                    dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
                    epilogue: Epilogue | None = None) -> np.ndarray:
     """Depthwise Conv of ``x`` (N, C, *spatial) by ``w`` (C * mult, 1, *kernel) with pads
     ``begin``/``end`` (negative ones crop); returns a new (N, C * mult, *out) array."""
     sh = _Shape(x, w, strides, dilations, begin, end)
-    out = np.empty((sh.n, sh.c * sh.mult) + sh.out_sp, dtype=np.result_type(x.dtype, w.dtype))
+    dtype = np.result_type(x.dtype, w.dtype)
+    out = np.empty((sh.n, sh.c * sh.mult) + sh.out_sp, dtype=dtype)
     if out.size == 0:
         return out
-    wk = w.reshape(sh.c, sh.mult, -1).astype(out.dtype, copy=False)
-    if sh.nd == 2 and sh.mult == 1 and math.prod(sh.padded) <= CHANNELS_LAST_MAX_PLANE:
-        block, compute = _channels_last(sh, x, wk, out)
+    if sh.nd == 2 and sh.mult == 1 and math.prod(sh.out_sp) <= CHANNELS_LAST_MAX_OUT:
+        per_channel, compute = _channels_last(sh, x, w, bias, out)
     else:
-        block, compute = _phase_rows(sh, x, wk, out)
+        per_channel, compute = _columns(sh, x, w, bias, out)
+    block = max(1, min(sh.c, BLOCK_BYTES // per_channel))
     n_blocks = -(-sh.c // block)
-    bk = None if bias is None else bias.reshape((sh.c * sh.mult,) + (1,) * sh.nd).astype(out.dtype, copy=False)
+    threads = PRODUCT_THREADS.threads
+    if sh.n % threads:  # as many units on every thread: blocks per image a multiple of the rest
+        spread = threads // math.gcd(sh.n, threads)
+        n_blocks = min(sh.c, -(-n_blocks // spread) * spread)
+    block = -(-sh.c // n_blocks)
+    n_blocks = -(-sh.c // block)
 
     def unit(u: int) -> None:
         i, blk = divmod(u, n_blocks)
         c0, c1 = blk * block, min(sh.c, blk * block + block)
         compute(i, c0, c1)
-        index = (i, slice(c0 * sh.mult, c1 * sh.mult))
-        if bk is not None:
-            out[index] += bk[index[1]]
         if epilogue is not None:
+            index = (i, slice(c0 * sh.mult, c1 * sh.mult))
             epilogue(out[index], index)
 
-    # numpy's ufuncs release the GIL, so units run in parallel on the product threads
+    # numpy's copies and single-threaded BLAS release the GIL, so units run in parallel on the
+    # product threads
     units = sh.n * n_blocks
-    if not parallel_for(units, unit, out.size * len(wk[0, 0]) * 4):
+    if not parallel_for(units, unit, out.size * math.prod(sh.kernel) * DEPTHWISE_MAC_COST):
         for u in range(units):
             unit(u)
     return out
 
 
-def _phase_rows(sh: _Shape, x: np.ndarray, wk: np.ndarray, out: np.ndarray
-                ) -> tuple[int, Callable[[int, int, int], None]]:
-    """(channels per unit, unit body) for the rows scratch: (phases, C, *phase rows)."""
-    nd, strides, mult, out_sp = sh.nd, sh.strides, sh.mult, sh.out_sp
-    rows = [-(-sh.padded[i] // strides[i]) for i in range(nd)]
-    row_strides = [math.prod(rows[i + 1:]) for i in range(nd)]
-    plane = math.prod(rows)
-    length = sum((o - 1) * r for o, r in zip(out_sp, row_strides)) + 1
-    taps = []  # (phase index, offset into its flattened rows, weight index)
-    for w_idx, idx in enumerate(np.ndindex(*sh.kernel)):
-        pos = [i * d for i, d in zip(idx, sh.dilations)]
-        phase = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides))
-        taps.append((phase, sum((p // s) * r for p, s, r in zip(pos, strides, row_strides)), w_idx))
-    copies = []
-    for phase_idx, phase in enumerate(np.ndindex(*strides)):
-        found = sh.input_slices(rows, phase, strides)
-        if found is not None:
-            copies.append((phase_idx, *found))
-    n_phases = math.prod(strides)
-    # zero-filled scratch only when padding or uncovered phase rows leave gaps
-    covered = sum(math.prod(s.stop - s.start for s in dst) for _, dst, _ in copies)
-    fill = np.zeros if covered < n_phases * plane else np.empty
-    per_channel = (n_phases * plane + 2 * mult * out_sp[0] * row_strides[0]) * out.itemsize
-    multiply = np.multiply
+def _columns(sh: _Shape, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray
+             ) -> tuple[int, Callable[[int, int, int], None]]:
+    """(bytes per channel of a unit, unit body writing out[i, channels c0:c1]) for the columns
+    formulation: phase-row scratch, one copy per tap group, one batched matmul."""
+    plan = _Plan(sh)
+    mult, out_sp, dtype, itemsize = sh.mult, sh.out_sp, out.dtype, out.itemsize
+    stored, plane, phase_len, length = plan.stored, plan.plane, plan.phase_len, plan.length
+    n_phases = math.prod(sh.strides)
+    order = [t for g in plan.groups for t in g.taps]  # column order of the taps
+    n_taps = len(order)
+    wk = w.reshape(sh.c, mult, -1)[:, :, order]
+    if bias is not None:  # the bias is one more tap, on a row of ones
+        wk = np.concatenate([wk, bias.reshape(sh.c, mult, 1)], axis=2)
+    wk = np.ascontiguousarray(wk, dtype=dtype)
+    k = wk.shape[2]
+    fill = np.zeros if plan.gaps else np.empty
+    # the last tap group's runs reach this far past the unit's last phase row
+    tail = max(st + sum((n - 1) * step for n, step in zip(g.counts, g.steps))
+               for g, st in zip(plan.groups, plan.starts))
+    out_len = length if plan.direct else plan.grid_len
 
     def compute(i: int, c0: int, c1: int) -> None:
         cb = c1 - c0
-        scratch = fill((n_phases, cb) + tuple(rows), dtype=out.dtype)
-        for phase_idx, dst, src in copies:
-            scratch[(phase_idx, slice(None)) + dst] = x[(i, slice(c0, c1)) + src]
-        flat = scratch.reshape(n_phases, cb, 1, plane)
-        acc = np.empty((cb, mult, out_sp[0] * row_strides[0]), dtype=out.dtype)
-        tmp = np.empty((cb, mult, length), dtype=out.dtype)
-        head = acc[..., :length]
-        for k, (phase_idx, off, w_idx) in enumerate(taps):
-            seg = flat[phase_idx, :, :, off:off + length]
-            multiply(seg, wk[c0:c1, :, w_idx, None], out=head if k == 0 else tmp)
-            if k:
-                head += tmp
-        grid = acc.reshape((cb, mult, out_sp[0]) + tuple(rows[1:]))
-        view = out[i, c0 * mult:c1 * mult].reshape((cb, mult) + out_sp)
-        np.copyto(view, grid[(Ellipsis,) + tuple(slice(0, o) for o in out_sp[1:])])
+        run = cb * phase_len  # a tap's columns for all the unit's channels, phase rows apart
+        scratch = fill(n_phases * run + tail, dtype=dtype)
+        shaped = scratch[:n_phases * run].reshape(n_phases, cb, phase_len)[:, :, plan.margin:plan.margin + plane]
+        shaped = shaped.reshape((n_phases, cb) + tuple(stored))
+        for phase_idx, dst, src in plan.copies:
+            shaped[(phase_idx, slice(None)) + dst] = x[(i, slice(c0, c1)) + src]
+        cols = np.empty((k, run), dtype=dtype)
+        t0 = 0
+        for g, start in zip(plan.groups, plan.starts):
+            view = np.ndarray(g.counts + (run,), dtype, buffer=scratch, offset=(g.phase * run + start) * itemsize,
+                              strides=tuple(s * itemsize for s in g.steps) + (itemsize,))
+            cols[t0:t0 + len(g.taps)].reshape(g.counts + (run,))[...] = view
+            t0 += len(g.taps)
+        # per channel: (k, length) columns, with a row of all the unit's columns between taps
+        per_ch = cols.reshape(k, cb, phase_len)[:, :, :length].transpose(1, 0, 2)
+        for t0, counts, fix in plan.fixes:
+            per_ch[:, t0:t0 + math.prod(counts)].reshape((cb,) + counts + out_sp)[fix] = 0
+        if k > n_taps:
+            cols[n_taps] = 1
+        target = out[i, c0 * mult:c1 * mult].reshape((cb, mult) + out_sp)
+        if plan.direct:
+            np.matmul(wk[c0:c1], per_ch, out=target.reshape(cb, mult, length))
+        else:
+            acc = np.empty((cb, mult, plan.grid_len), dtype=dtype)
+            np.matmul(wk[c0:c1], per_ch, out=acc[:, :, :length])
+            grid = acc.reshape((cb, mult, out_sp[0]) + tuple(stored[1:]))
+            np.copyto(target, grid[(Ellipsis,) + tuple(slice(0, o) for o in out_sp[1:])])
 
-    return max(1, min(sh.c, BLOCK_BYTES // per_channel)), compute
+    per_channel = (n_phases * phase_len + k * phase_len + mult * out_len) * itemsize
+    return per_channel, compute
 
 
 def _every(start: int, step: int, count: int) -> slice:
@@ -151,9 +275,11 @@ def _every(start: int, step: int, count: int) -> slice:
     return slice(start, start + step * (count - 1) + 1, step)
 
 
-def _channels_last(sh: _Shape, x: np.ndarray, wk: np.ndarray, out: np.ndarray
+def _channels_last(sh: _Shape, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray
                    ) -> tuple[int, Callable[[int, int, int], None]]:
-    """(channels per unit, unit body) for the channels-last scratch (H, W, C) of 2-D images."""
+    """(bytes per channel of a unit, unit body writing out[i, channels c0:c1]) for the
+    channels-last scratch (H, W, C) of 2-D images: a multiply and an add per tap, over runs of C
+    (or W * C at stride 1) values with one weight per channel."""
     (sh0, sw0), (dh, dw), (oh, ow) = sh.strides, sh.dilations, sh.out_sp
     placed = sh.input_slices(sh.padded, (0, 0), (1, 1))
     gaps = placed is None or any(s.stop - s.start < p for s, p in zip(placed[0], sh.padded))
@@ -165,6 +291,8 @@ def _channels_last(sh: _Shape, x: np.ndarray, wk: np.ndarray, out: np.ndarray
     rows_merge = sw0 == 1
     per_channel = (math.prod(sh.padded) + 2 * oh * ow) * out.itemsize
     multiply = np.multiply
+    wk = w.reshape(sh.c, 1, -1).astype(out.dtype, copy=False)
+    bk = None if bias is None else bias.astype(out.dtype, copy=False)
 
     def compute(i: int, c0: int, c1: int) -> None:
         cb = c1 - c0
@@ -182,6 +310,8 @@ def _channels_last(sh: _Shape, x: np.ndarray, wk: np.ndarray, out: np.ndarray
             multiply(scratch[rows, cols].reshape(shaped), weights[w_idx], out=a if k == 0 else t)
             if k:
                 a += t
+        if bk is not None:
+            acc.reshape(oh, ow, cb)[...] += bk[c0:c1]
         out[i, c0:c1] = acc.reshape(oh, ow, cb).transpose(2, 0, 1)
 
-    return max(1, min(sh.c, BLOCK_BYTES // per_channel)), compute
+    return per_channel, compute
