@@ -178,3 +178,16 @@ def test_batched_small_convs_run_image_by_image_on_one_thread_each(rng, monkeypa
     for _ in range(2):  # again with new values: the pool's threads write their own images
         feeds = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in feeds.items()}
         assert_close(session.run(None, feeds), run_onnxruntime(model, feeds), atol=1e-4)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMean", "ReduceSum", "ReduceLogSumExp"])
+@pytest.mark.parametrize("shape,axes,keepdims", [((1, 64), None, 0), ((3, 7), [1], 0), ((3, 7), [-1], 1)])
+def test_reductions_of_matrix_rows_match_onnxruntime(rng, op, shape, axes, keepdims):
+    # a Loop body's max|h| over (batch, hidden): the input is reduced as it is, without a reshape
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    init = {} if axes is None else {"axes": np.array(axes, np.int64)}
+    model = node_model(op, {"x": x0}, initializers=init, opset=18, keepdims=keepdims)
+    _, session = run_numba(model, {"x": x0})
+    for layout in ("C", "F", "C"):  # a Fortran-ordered input of the same shape is made contiguous first
+        x = np.asarray(rng.standard_normal(shape).astype(np.float32), order=layout)
+        assert_close(session.run(None, {"x": x}), run_onnxruntime(model, {"x": np.ascontiguousarray(x)}))
