@@ -89,18 +89,19 @@ def _gru_direction(feed_zr: np.ndarray, feed_n: np.ndarray, rt: np.ndarray, rt_n
 
     With ``rt_n`` None (linear_before_reset) ``rt`` (H, 3H) gives [z, r, R_h h] in one product and
     each ``feed_zr`` step (B, 3H) adds [inputs of z and r, Rb_h]; otherwise ``rt`` (H, 2H) gives z, r
-    and ``rt_n`` (H, H) multiplies r * h. z and r columns are negated; ``feed_n`` (S, B, H).
+    and ``rt_n`` (H, H) multiplies r * h. z and r columns are negated, so 1 + exp(gate) is
+    1 / sigmoid: the loop divides by it instead of multiplying by the sigmoid. ``feed_n`` (S, B, H).
     """
     hs = feed_n.shape[-1]
     batch = feed_n.shape[1]
     dtype = feed_n.dtype
     one = np.array(1, dtype=dtype)  # a 0-d array operand dispatches faster than a scalar
     hr = np.empty((batch, rt.shape[1]), dtype=dtype)
-    zr, z, r, r_h = hr[:, :2 * hs], hr[:, :hs], hr[:, hs:2 * hs], hr[:, 2 * hs:]
+    # after exp and + 1, inv_z and inv_r hold 1 / z and 1 / r
+    zr, inv_z, inv_r, r_h = hr[:, :2 * hs], hr[:, :hs], hr[:, hs:2 * hs], hr[:, 2 * hs:]
     n = np.empty((batch, hs), dtype=dtype)
     diff = np.empty((batch, hs), dtype=dtype)
-    matmul, tanh, exp, multiply, add, subtract, divide = (np.matmul, np.tanh, np.exp, np.multiply, np.add,
-                                                          np.subtract, np.divide)
+    matmul, tanh, exp, add, subtract, divide = np.matmul, np.tanh, np.exp, np.add, np.subtract, np.divide
     with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
         if rt_n is None:
             for (h, h_out), x_t, xn_t in zip(steps, feed_zr, feed_n):
@@ -108,12 +109,11 @@ def _gru_direction(feed_zr: np.ndarray, feed_n: np.ndarray, rt: np.ndarray, rt_n
                 add(hr, x_t, out=hr)
                 exp(zr, out=zr)
                 add(zr, one, out=zr)
-                divide(one, zr, out=zr)
-                multiply(r, r_h, out=n)
+                divide(r_h, inv_r, out=n)
                 add(n, xn_t, out=n)
                 tanh(n, out=n)
                 subtract(h, n, out=diff)
-                multiply(diff, z, out=diff)
+                divide(diff, inv_z, out=diff)
                 add(diff, n, out=h_out)
         else:
             rh = np.empty((batch, hs), dtype=dtype)
@@ -122,11 +122,10 @@ def _gru_direction(feed_zr: np.ndarray, feed_n: np.ndarray, rt: np.ndarray, rt_n
                 add(zr, x_t, out=zr)
                 exp(zr, out=zr)
                 add(zr, one, out=zr)
-                divide(one, zr, out=zr)
-                multiply(r, h, out=rh)
+                divide(h, inv_r, out=rh)
                 matmul(rh, rt_n, out=n)
                 add(n, xn_t, out=n)
                 tanh(n, out=n)
                 subtract(h, n, out=diff)
-                multiply(diff, z, out=diff)
+                divide(diff, inv_z, out=diff)
                 add(diff, n, out=h_out)

@@ -94,8 +94,10 @@ def _lstm_direction(feed: np.ndarray, rt: np.ndarray, steps: list, c: np.ndarray
     """One direction of the fast path: writes each step's h where ``steps`` says, leaves the final
     cell state in ``c`` (B, H).
 
-    ``feed`` (S, B, 4H) and ``rt`` (H, 4H) have the i, o, f columns negated. The gates live in
-    mem[0] (B, 4H) and the cell state in mem[1][:, :H], so that [f, g] * [c, i] is one multiply.
+    ``feed`` (S, B, 4H) and ``rt`` (H, 4H) have the i, o, f columns negated, so 1 + exp(gate) is
+    1 / sigmoid: the loop divides by it instead of multiplying by the sigmoid. The gates live in
+    mem[0] (B, 4H) and the cell state in mem[1][:, :H]; a view pairs them so that f * c and i * g
+    are one division of [c, g] by [1 + exp(-f), 1 + exp(-i)].
     """
     batch, hs = c.shape
     dtype = feed.dtype
@@ -104,22 +106,24 @@ def _lstm_direction(feed: np.ndarray, rt: np.ndarray, steps: list, c: np.ndarray
     gates, cell = mem[0], mem[1, :, :hs]
     cell[...] = c
     iof, o, g = gates[:, :3 * hs], gates[:, hs:2 * hs], gates[:, 3 * hs:]
-    fg = gates[:, 2 * hs:].reshape(batch, 2, hs)
-    ci = mem[::-1, :, :hs].transpose(1, 0, 2)  # (B, 2, H): c then i
+    fi = gates.reshape(batch, 4, hs)[:, 2::-2]  # (B, 2, H): f then i
+    # (B, 2, H): c (mem[1][b, :H]) then g (mem[0][b, 3H:]), one fixed step apart for every b
+    item = mem.itemsize
+    cg = np.lib.stride_tricks.as_strided(mem[1], shape=(batch, 2, hs),
+                                         strides=(4 * hs * item, (3 * hs - 4 * batch * hs) * item, item))
     prod = np.empty((batch, 2, hs), dtype=dtype)
-    fc, gi = prod[:, 0], prod[:, 1]
+    fc, ig = prod[:, 0], prod[:, 1]
     tanh_c = np.empty((batch, hs), dtype=dtype)
-    matmul, tanh, exp, multiply, add, divide = np.matmul, np.tanh, np.exp, np.multiply, np.add, np.divide
+    matmul, tanh, exp, add, divide = np.matmul, np.tanh, np.exp, np.add, np.divide
     with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
         for (h, h_out), x_t in zip(steps, feed):
             matmul(h, rt, out=gates)
             add(gates, x_t, out=gates)
             exp(iof, out=iof)
             add(iof, one, out=iof)
-            divide(one, iof, out=iof)
             tanh(g, out=g)
-            multiply(fg, ci, out=prod)
-            add(fc, gi, out=cell)
+            divide(cg, fi, out=prod)
+            add(fc, ig, out=cell)
             tanh(cell, out=tanh_c)
-            multiply(o, tanh_c, out=h_out)
+            divide(tanh_c, o, out=h_out)
     c[...] = cell
