@@ -116,15 +116,16 @@ def _lstm_direction(feed: np.ndarray, rt: np.ndarray, steps: list, c: np.ndarray
     tanh_c = np.empty((batch, hs), dtype=dtype)
     # ndarray.dot: the same BLAS call as np.matmul with ~0.8 us less dispatch (measured, batch 1)
     tanh, exp, add, divide = np.tanh, np.exp, np.add, np.divide
+    # outputs are passed positionally (a little faster than out=)
     with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
         for (h, h_out), x_t in zip(steps, feed):
-            h.dot(rt, out=gates)
-            add(gates, x_t, out=gates)
-            exp(iof, out=iof)
-            add(iof, one, out=iof)
-            tanh(g, out=g)
-            divide(cg, fi, out=prod)
-            add(fc, ig, out=cell)
-            tanh(cell, out=tanh_c)
-            divide(tanh_c, o, out=h_out)
+            h.dot(rt, gates)
+            add(gates, x_t, gates)
+            exp(iof, iof)
+            add(iof, one, iof)
+            tanh(g, g)
+            divide(cg, fi, prod)
+            add(fc, ig, cell)
+            tanh(cell, tanh_c)
+            divide(tanh_c, o, h_out)
     c[...] = cell
