@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._rnn_util import (RecurrentKernel, direction_steps, fast_feed, fast_outputs,
-                                                    recurrent_weights)
+                                                    gate_scale, recurrent_weights)
 from onnxplug.providers.numpy.registry import op
 
 
@@ -70,8 +70,7 @@ class LSTM(RecurrentKernel):
         ``_rnn_util``), with the i, o, f columns of W, R and B negated for 1 / (1 + exp(-x))."""
         dtype = x.dtype
         hs = w.shape[1] // 4
-        scale = np.ones(4 * hs, dtype=dtype)
-        scale[:3 * hs] = -1
+        scale = gate_scale(self, hs, dtype)
         feed = fast_feed(self, x, w, b, scale, [True] * 4)
         rt = recurrent_weights(self, r, scale)
         d_count, seq, batch = feed.shape[:3]
@@ -116,16 +115,16 @@ def _lstm_direction(feed: np.ndarray, rt: np.ndarray, steps: list, c: np.ndarray
     tanh_c = np.empty((batch, hs), dtype=dtype)
     # ndarray.dot: the same BLAS call as np.matmul with ~0.8 us less dispatch (measured, batch 1)
     tanh, exp, add, divide = np.tanh, np.exp, np.add, np.divide
-    # outputs are passed positionally (a little faster than out=)
-    with np.errstate(over="ignore"):  # exp(-x) = inf gives the right sigmoid, 0
-        for (h, h_out), x_t in zip(steps, feed):
-            h.dot(rt, gates)
-            add(gates, x_t, gates)
-            exp(iof, iof)
-            add(iof, one, iof)
-            tanh(g, g)
-            divide(cg, fi, prod)
-            add(fc, ig, cell)
-            tanh(cell, tanh_c)
-            divide(tanh_c, o, h_out)
+    # outputs are passed positionally (a little faster than out=); exp(-x) = inf (the executor runs
+    # kernels with numpy's warnings off) gives the right limits: 1 / inf = 0
+    for (h, h_out), x_t in zip(steps, feed):
+        h.dot(rt, gates)
+        add(gates, x_t, gates)
+        exp(iof, iof)
+        add(iof, one, iof)
+        tanh(g, g)
+        divide(cg, fi, prod)
+        add(fc, ig, cell)
+        tanh(cell, tanh_c)
+        divide(tanh_c, o, h_out)
     c[...] = cell
