@@ -10,6 +10,15 @@ from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_pr
 from onnxplug_numba.ops._conv import decode
 from onnxplug_numba.provider import NumbaProvider
 
+#: 2-D pools share their planes across threads only in chunks of this much work (per plane: output
+#: rows x (kh x input width + kw x output width)); the kernel does 6-9 units per ns, so 3.5-5 ms.
+#: The kernel is near memory-bound (ResNet-18's pool at batch 8 takes ~1.4x the time of one read
+#: of its input), and A/B runs in ResNet-18 on a loaded 2-vCPU machine (load 3-5) found one thread
+#: fastest at batch 1 and 8: the model's MaxPool took 0.49 ms on one thread, 0.73 ms on the
+#: Python pool, 8 ms in a prange region (whose static split waits for a descheduled worker);
+#: at batch 8 3.3 ms, 5.2 ms and 8.4 ms.
+SHARE_MIN_WORK = 32_000_000
+
 
 class _Pool(NumbaKernel):
     kind = kpool.MAX
@@ -58,8 +67,9 @@ class _Pool(NumbaKernel):
             def work(lo: int, hi: int) -> None:
                 kpool.average_pool2d(x3[lo:hi], include, kh, kw, sh, sw, dh, dw, ph, pw,
                                      spatial[0] + end[0], spatial[1] + end[1], y[lo:hi])
-        # per plane: the window's rows combined along each output row, then the taps per output
-        self.threads.run(work, n * c, row_grain(osp[0] * (kh * spatial[1] + kw * osp[1])))
+        # per plane: each output row combines its window's input rows, then its taps
+        per_plane = osp[0] * (kh * spatial[1] + kw * osp[1])
+        self.threads.run(work, n * c, max(1, SHARE_MIN_WORK // per_plane))
         return y.reshape(out)
 
 
