@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from onnxplug.providers.numpy.ops import op_gru, op_lstm
-from tests.numpy_provider.single_node_oracle import assert_matches_oracle
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, node_model, run_ours
 
 RNG = np.random.default_rng(2026)
 SEQ, INPUT, HIDDEN = 6, 8, 16
@@ -116,3 +116,19 @@ def test_cases_above_take_the_fast_paths(monkeypatch: pytest.MonkeyPatch) -> Non
     assert_matches_oracle("GRU", feeds, n_outputs=2, rtol=1e-4, atol=1e-5, opset=14, input_names=names,
                           hidden_size=HIDDEN, linear_before_reset=1)
     assert calls == ["_lstm_direction", "_lstm_direction", "_gru_direction"]
+
+
+def test_fast_paths_empty_sequence() -> None:
+    """No steps at all: Y is empty and the final states are zeros, as onnxruntime's LSTM gives Y_h (its
+    Y_c is uninitialised memory and its GRU aborts the process, so the expectation is written here)."""
+    for op, gates, states in (("LSTM", 4, ("h0", "c0")), ("GRU", 3, ("h0",))):
+        feeds, names = _feeds(gates, 2, 3, init=True, states=states)
+        feeds["x"] = feeds["x"][:0]
+        y_like = np.zeros((0, 2, 3, HIDDEN), np.float32)
+        state_like = np.zeros((2, 3, HIDDEN), np.float32)
+        model = node_model(op, feeds, 1 + len(states), opset=14, input_names=names, direction="bidirectional",
+                           hidden_size=HIDDEN)
+        y, *final = run_ours(model, feeds, like=[y_like] + [state_like] * len(states))
+        assert y.shape == y_like.shape and y.dtype == np.float32
+        for state in final:
+            assert state.shape == state_like.shape and not state.any()

@@ -254,7 +254,7 @@ def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarr
     xa[..., size] = 1
     for d in range(d_count):
         xa[d, ..., :size] = x[::-1] if kernel.is_reverse(d) else x
-    return matmul(xa.reshape(d_count, seq * batch, size + 1), wa).reshape(d_count, seq, batch, -1)
+    return matmul(xa.reshape(d_count, seq * batch, size + 1), wa).reshape(d_count, seq, batch, wa.shape[-1])
 
 
 def _augmented_input_weights(w: np.ndarray, b: np.ndarray | None, scale: np.ndarray,

@@ -79,6 +79,9 @@ class GRU(RecurrentKernel):
             _gru_direction(feed_zr[d], feed_n[d], rt_zr[d], rt_n[d], steps)
             if seq:
                 h_last[d] = steps[-1][1]
+        if not seq:  # as onnxruntime: a sequence without steps ends in zero states
+            for state in [h_last]:
+                state[...] = 0
         return fast_outputs(self, ys, [h_last])
 
 

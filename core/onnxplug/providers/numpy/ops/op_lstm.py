@@ -86,6 +86,9 @@ class LSTM(RecurrentKernel):
             _lstm_direction(feed[d], rt[d], steps, c_last[d])
             if seq:
                 h_last[d] = steps[-1][1]
+        if not seq:  # as onnxruntime: a sequence without steps ends in zero states
+            for state in [h_last, c_last]:
+                state[...] = 0
         return fast_outputs(self, ys, [h_last, c_last])
 
 
