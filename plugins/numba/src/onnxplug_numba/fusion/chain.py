@@ -11,7 +11,7 @@ from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext
 from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.ops import Step, step_for
+from onnxplug_numba.fusion.ops import Step, dtype_name, step_for
 from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.threads import ThreadControl
 
@@ -70,7 +70,7 @@ class ChainKernel(Kernel):
                 raise ValueError(f"{node.describe()} cannot join a fused chain of the numba provider")
             steps.append(step)
         self.steps = tuple(steps)
-        dtypes = tuple(np.dtype(view.dtype_of(n)).name for n in subgraph.inputs)  # type: ignore[arg-type]
+        dtypes = tuple(dtype_name(view.dtype_of(n)) for n in subgraph.inputs)
         self.input_dtypes = dict(zip(subgraph.inputs, dtypes))
         written, returned = written_outputs(self.steps, tuple(subgraph.outputs))
         self.program = Program(tuple(subgraph.inputs), dtypes, self.steps, written)

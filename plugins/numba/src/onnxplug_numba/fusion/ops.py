@@ -207,8 +207,21 @@ def rule_for(node: Any) -> OpRule | None:
     return RULES.get(alias) if alias else None
 
 
+#: dtype -> its name: ``np.dtype.name`` is computed in Python (~4 us), and a kernel's first call
+#: (planning for the dtypes it meets) asks for several.
+_NAMES: dict[Any, str] = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``np.dtype(dtype).name``, memoised."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
 def _name(dtype: np.dtype | None) -> str | None:
-    return None if dtype is None else np.dtype(dtype).name
+    return None if dtype is None else dtype_name(dtype)
 
 
 def step_for(node: Any, dtype_of: Callable[[str], np.dtype | None]) -> Step | None:

@@ -11,7 +11,7 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.ops import FUSED_DOMAIN, RULES, step_for
+from onnxplug_numba.fusion.ops import FUSED_DOMAIN, RULES, dtype_name, step_for
 from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.ops._base import NumbaKernel
 from onnxplug_numba.provider import NumbaProvider, elementwise_opset_ok
@@ -51,7 +51,7 @@ class ElementwiseKernel(NumbaKernel):
                                     "supported by the numba provider")
                 names = list(dict.fromkeys(n for n in self.node.inputs if n))
                 positions = [self.node.inputs.index(n) for n in names]
-                program = Program(tuple(names), tuple(dtypes[n].name for n in names), (step,), (step.out,))
+                program = Program(tuple(names), tuple(dtype_name(dtypes[n]) for n in names), (step,), (step.out,))
                 found = (ElementwiseRunner(program, self.threads), positions)
                 self._runners[key] = found
         return found
