@@ -73,8 +73,9 @@ def test_small_outputs_use_channels_last_and_match(monkeypatch, size, stride):
 @pytest.mark.skipif(PRODUCT_THREADS.threads < 2, reason="needs two product threads")
 @pytest.mark.parametrize("images, stride", [(1, 1), (1, 2), (3, 1)], ids=["batch 1", "batch 1 s2", "batch 3"])
 def test_large_depthwise_runs_units_on_both_threads(monkeypatch, images, stride):
-    """Batch 1 (and a batch not divisible by the thread count) still splits into units for both
-    threads; every unit's channels are checked against onnxruntime."""
+    """Work large enough to split (here: made so by weighting depthwise work up) goes in units for
+    both threads at batch 1, and in a batch not divisible by the thread count; every unit's
+    channels are checked against onnxruntime."""
     ran = []
     real = _depthwise.parallel_for
 
@@ -85,7 +86,8 @@ def test_large_depthwise_runs_units_on_both_threads(monkeypatch, images, stride)
 
     monkeypatch.setattr(_depthwise, "parallel_for", spy)
     monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 512 << 10)
-    size = 64 * stride  # outputs enough to be split: 40 x 64 x 64 per image
+    monkeypatch.setattr(_depthwise, "DEPTHWISE_MAC_COST", 64)
+    size = 64 * stride  # 40 x 64 x 64 outputs per image
     feeds = {"x": f32(images, 40, size, size), "w": f32(40, 1, 3, 3), "b": f32(40)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=40, strides=[stride, stride],
                           pads=[1, 1, 1, 1])

@@ -40,10 +40,11 @@ BLOCK_BYTES = 4 << 20
 #: ~1.2x faster channels-last, 14x14 ones ~1.2x faster with columns).
 CHANNELS_LAST_MAX_OUT = 64
 
-#: A depthwise multiply-add (a copied column value and its share of a BLAS gemv) takes about as
-#: long as this many multiply-adds of a large matmul: scales the work given to ``parallel_for``,
-#: so layers of more than ~100k outputs per batch use both product threads.
-DEPTHWISE_MAC_COST = 32
+#: Weight of a depthwise multiply-add against a large matmul's in the work given to
+#: ``parallel_for``: layers of ~1M outputs or more (batched ones) use both product threads. The
+#: copies and gemvs are memory-bound: on the 2-core test VM, splitting MobileNetV2's batch-1 layers
+#: (50k-450k outputs) across two threads gained nothing (2.31 vs 2.27 ms for 144 x 56 x 56).
+DEPTHWISE_MAC_COST = 4
 
 
 class _Shape:
