@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
 
 #: Applied in place to one unit's output ``view``; ``index`` selects the same elements of the full
@@ -192,8 +193,10 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
         per_channel, compute = _columns(sh, x, w, bias, out)
     block = max(1, min(sh.c, BLOCK_BYTES // per_channel))
     n_blocks = -(-sh.c // block)
+    work = out.size * math.prod(sh.kernel) * DEPTHWISE_MAC_COST
     threads = PRODUCT_THREADS.threads
-    if sh.n % threads:  # as many units on every thread: blocks per image a multiple of the rest
+    if sh.n % threads and work >= blas.SPLIT_PRODUCT_MACS:
+        # as many units on every thread: blocks per image a multiple of what images leave over
         spread = threads // math.gcd(sh.n, threads)
         n_blocks = min(sh.c, -(-n_blocks // spread) * spread)
     block = -(-sh.c // n_blocks)
@@ -210,7 +213,7 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
     # numpy's copies and single-threaded BLAS release the GIL, so units run in parallel on the
     # product threads
     units = sh.n * n_blocks
-    if not parallel_for(units, unit, out.size * math.prod(sh.kernel) * DEPTHWISE_MAC_COST):
+    if not parallel_for(units, unit, work):
         for u in range(units):
             unit(u)
     return out
