@@ -220,7 +220,6 @@ class Prepared:
         return None if self.active is None else self.active[t]
 
 
-
 # --- fast paths ---------------------------------------------------------------------------------
 # The default-activation loops run one direction at a time: a direction's R^T (256 KiB for an LSTM
 # of hidden size 128) stays in the L2 cache through its whole sequence, while both directions'
