@@ -1,8 +1,8 @@
 """The numpy provider's default-activation LSTM and GRU fast paths against onnxruntime.
 
-Those paths run one direction at a time with sigmoids as 1 / (1 + exp(-x)) (the minus folded into
-the weights), read reverse directions back to front and pack the LSTM's cell update into one buffer;
-these cases cover batch 1 and 8, every direction, given or omitted initial states and bias, layout 1,
+Those paths run one direction at a time, gate-major (the batch-1 product transposed), divide by
+1 + exp(-x) for sigmoids (the minus folded into the weights), reorder the LSTM's gates, read reverse
+directions back to front and keep GRU's Rb_h in the step feed; these cases cover batch 1 and 8, every direction, given or omitted initial states and bias, layout 1,
 full ``sequence_lens`` given, inputs large enough to saturate the gates (exp overflows to inf) and
 float64. Expected values come from onnxruntime (onnx.reference for layout 1 and float64, which
 onnxruntime rejects).
