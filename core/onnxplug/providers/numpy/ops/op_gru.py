@@ -67,10 +67,9 @@ class GRU(RecurrentKernel):
             feed_zr, w_zr, w_n = feed, weights, [None] * d_count
         else:
             feed_zr, feed_n = feed[:, :, :2 * hs], feed[:, :, 2 * hs:]
-            cut = (slice(None), slice(None), slice(None, 2 * hs)) if batch == 1 else (slice(None), slice(None, 2 * hs))
-            rest = (slice(None), slice(None), slice(2 * hs, None)) if batch == 1 else (slice(None), slice(2 * hs, None))
-            w_zr = self.derived(f"w_zr {batch == 1}", (r,), lambda: np.ascontiguousarray(weights[cut]))
-            w_n = self.derived(f"w_n {batch == 1}", (r,), lambda: np.ascontiguousarray(weights[rest]))
+            axis = 2 if batch == 1 else 1  # the gate axis: of R^T for batch 1, of R otherwise
+            w_zr, w_n = (self.derived(f"{name} {axis}", (r,), lambda part=part: np.ascontiguousarray(part))
+                         for name, part in zip(("w_zr", "w_n"), np.split(weights, [2 * hs], axis=axis)))
         ys = np.empty((seq, d_count, batch, hs), dtype=dtype)
         h_last = np.empty((d_count, batch, hs), dtype=dtype)
         for d in range(d_count):
