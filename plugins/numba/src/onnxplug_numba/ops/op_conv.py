@@ -86,7 +86,10 @@ def activation_in_place(y: np.ndarray, act: tuple[int, float, float]) -> np.ndar
     code, alpha, beta = act
     if code and y.size:
         y3 = y.reshape(1, 1, -1)
-        kconv.epilogue(y3, _NO_BIAS.get(y.dtype, np.zeros(1, y.dtype)), y3, False, code, alpha, beta)
+        no_bias = _NO_BIAS.get(y.dtype)
+        if no_bias is None:  # (not as .get's default: that would allocate on every call)
+            no_bias = np.zeros(1, y.dtype)
+        kconv.epilogue(y3, no_bias, y3, False, code, alpha, beta)
     return y
 
 
