@@ -1,7 +1,7 @@
-"""Depthwise Conv of the numpy provider (ops/_depthwise.py) against onnxruntime: both formulations
-(columns + one matmul, channels-last), their scratch layouts (output-width phase rows with wrapped
-reads, whole phase rows), many-unit splits and the product threads. Expected values come from
-onnxruntime only."""
+"""Depthwise Conv of the numpy provider (ops/_depthwise.py) against onnxruntime: its three
+formulations (shifted rows and columns, each with one matmul; channels-last), the columns' scratch
+layouts (output-width phase rows with wrapped reads, whole phase rows), many-unit splits and the
+product threads. Expected values come from onnxruntime only."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ CASES = [
     ("5x5 dilated pads 4", (1, 3, 18, 16), (3, 1, 5, 5), dict(dilations=[2, 2], pads=[4, 4, 4, 4])),
     ("4x3 s3x2 uneven pads", (1, 4, 19, 17), (4, 1, 4, 3), dict(strides=[3, 2], pads=[0, 2, 3, 1])),
     ("3x3 pads 2 on one side", (1, 3, 12, 14), (3, 1, 3, 3), dict(pads=[2, 0, 0, 2])),
+    ("2x4 kernel wider pads", (1, 3, 11, 9), (3, 1, 2, 4), dict(pads=[1, 3, 0, 2])),
+    ("5x3 dilated rows only", (2, 3, 16, 10), (3, 1, 5, 3), dict(dilations=[2, 1], pads=[3, 1, 1, 0])),
     ("dilation 3 stride 2", (1, 3, 23, 21), (3, 1, 3, 3), dict(dilations=[3, 3], strides=[2, 2], pads=[3, 3, 3, 3])),
     ("multiplier 3", (1, 2, 12, 13), (6, 1, 3, 3), dict(pads=[1, 1, 1, 1])),
     ("multiplier 2 s2", (2, 3, 11, 12), (6, 1, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1])),
@@ -46,10 +48,12 @@ CASES = [
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
 @pytest.mark.parametrize("formulation", ["default", "columns only", "small units"])
 def test_depthwise_conv_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, bias, formulation):
-    """Every layout, with the default choice of formulation, with columns forced for small
-    outputs too, and in units of a channel or two (with a unit's last block shorter)."""
+    """Every layout, with the default choice of formulation (shifted rows at stride 1), with
+    columns forced for every shape, and in units of a channel or two (with a unit's last block
+    shorter)."""
     if formulation == "columns only":
         monkeypatch.setattr(_depthwise, "CHANNELS_LAST_MAX_OUT", 0)
+        monkeypatch.setattr(_depthwise, "SHIFTED_ROWS", False)
     if formulation == "small units":
         monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 6 << 10)
     feeds = {"x": f32(*xs), "w": f32(*ws)}
@@ -68,6 +72,19 @@ def test_small_outputs_use_channels_last_and_match(monkeypatch, size, stride):
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=96, strides=[stride, stride],
                           pads=[1, 1, 1, 1])
     assert calls, "channels-last formulation was not used"
+
+
+@pytest.mark.parametrize("pads, stride, used", [([1, 1, 1, 1], 1, True), ([0, 2, 1, 0], 1, True),
+                                                ([1, 1, 1, 1], 2, False)], ids=["s1", "s1 uneven", "s2"])
+def test_stride_one_uses_shifted_rows(monkeypatch, pads, stride, used):
+    """Stride-1 2-D convolutions go to the shifted-rows formulation (spied on), others do not."""
+    calls = []
+    real = _depthwise._shifted_rows
+    monkeypatch.setattr(_depthwise, "_shifted_rows", lambda *a: calls.append(1) or real(*a))
+    feeds = {"x": f32(2, 16, 24, 20), "w": f32(32, 1, 3, 3), "b": f32(32)}
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=16, strides=[stride, stride],
+                          pads=pads)
+    assert bool(calls) == used
 
 
 @pytest.mark.skipif(PRODUCT_THREADS.threads < 2, reason="needs two product threads")
