@@ -49,9 +49,10 @@ CHANNELS_LAST_MAX_OUT = 64
 SHIFTED_ROWS = True
 
 #: Weight of a depthwise multiply-add against a large matmul's in the work given to
-#: ``parallel_for``: layers of ~1M outputs or more (batched ones) use both product threads. The
-#: copies and gemvs are memory-bound: on the 2-core test VM, splitting MobileNetV2's batch-1 layers
-#: (50k-450k outputs) across two threads gained nothing (2.31 vs 2.27 ms for 144 x 56 x 56).
+#: ``parallel_for``: only layers of ~0.5-1M outputs or more (batched ones) use both product
+#: threads. The copies and gemvs are memory-bound: on the 2-core test VM, splitting MobileNetV2's
+#: batch-1 layers (50k-450k outputs) across two threads gained nothing (all of them: 15.5 vs
+#: 12.4 ms; 144 x 56 x 56: 2.31 vs 2.27 ms).
 DEPTHWISE_MAC_COST = 4
 
 
