@@ -23,10 +23,8 @@ from typing import Callable
 import numpy as np
 import threadpoolctl
 
-#: Products with fewer multiply-adds than this run on the calling thread alone. Measured here with a
-#: core busy elsewhere (minimum of 100 runs, one thread vs split in two): 128x256x256 (8.4M) 217 vs
-#: 304 us, 128x256x512 (16.8M) 407 vs 392, 128x256x768 (25M, attention's packed Q/K/V) 612 vs 569.
-SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 20_000_000))
+#: Products with fewer multiply-adds than this run on the calling thread alone.
+SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000))
 #: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
