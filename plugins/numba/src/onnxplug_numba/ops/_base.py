@@ -128,6 +128,7 @@ def openblas_serial(m: int, macs: int, n: int) -> bool:
     whatever its thread setting (so the caller need not pin it first)."""
     return macs < OPENBLAS_SERIAL_MACS or (macs <= OPENBLAS_SERIAL_GEMM_MACS and m > 1 and n > 1)
 
+
 #: Float32 products (with a 2-D right operand) from this many multiply-adds are shared in a numba
 #: prange region (kernels/native_parallel.py): hand-offs there cost microseconds, not tens of them.
 NATIVE_MIN_MACS = 4_000_000

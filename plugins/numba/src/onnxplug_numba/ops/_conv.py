@@ -212,7 +212,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
         has_res = res is not None
 
         def images(lo: int, hi: int) -> None:
-            native_parallel.use_threads(1)  # per thread: this region stays on the caller
+            native_parallel.use_threads(1)  # numba's setting is per calling thread: regions of one thread
             for i in range(lo, hi):
                 if pitched:
                     native_parallel.pitched_conv(x4[i:i + 1], wmat, b, resid[i:i + 1], has_res, code, alpha, beta,
