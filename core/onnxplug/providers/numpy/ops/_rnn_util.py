@@ -235,7 +235,7 @@ def gate_scale(kernel: RecurrentKernel, hidden: int, dtype: np.dtype) -> np.ndar
         scale = np.ones(kernel.gates * hidden, dtype=dtype)
         scale[:(kernel.gates - 1) * hidden] = -1
         return scale
-    return kernel.derived(f"gate scale {hidden} {dtype}", (), build)
+    return kernel.derived(f"gate scale {hidden} {dtype.char}", (), build)  # str(dtype) is slow Python
 
 
 def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
