@@ -53,6 +53,10 @@ _POINTWISE_SPLIT_MIN_CHANNELS = 24  # per thread
 _CHANNEL_SPLIT_MAX_PIXELS = 200
 
 
+#: (a dtype compared with a dtype: comparing with the type np.float32 converts it on every call)
+_FLOAT32 = np.dtype(np.float32)
+
+
 def decode(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -151,7 +155,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     threads.blas()
     macs = n * m * oh * ow * cg * kh * kw
     depthwise = cg == 1 and group == c
-    native = native_parallel.AVAILABLE and threads.parallel and dtype == np.float32 \
+    native = native_parallel.AVAILABLE and threads.parallel and dtype == _FLOAT32 \
         and macs >= (_NATIVE_MIN_DEPTHWISE_MACS if depthwise else _NATIVE_MIN_MACS)
     if depthwise:
         resid = res if res is not None else y
@@ -182,13 +186,9 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
         native_parallel.pointwise_conv(wmat[0], x4.reshape(n, c, p), b, r3 if r3 is not None else y3,
                                        r3 is not None, code, alpha, beta, y3, bands)
         return y.reshape((n, m, ow)) if one_d else y
-    # work items: (image, first output row, end row); one image splits into row bands when the
-    # batch alone cannot keep every thread busy
-    bands = max(1, min(oh, -(-threads.count // n))) if macs >= _SHARE_MIN_MACS else 1
-    items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
     pitch = max(wd + begin[1], ow + (kw - 1) * dw)
     pitched = not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow  # few wasted columns
-    if not native and not pointwise and native_parallel.AVAILABLE and dtype == np.float32 \
+    if not native and not pointwise and native_parallel.AVAILABLE and dtype == _FLOAT32 \
             and macs < _SHARE_MIN_MACS:
         # a small conv, on this thread alone: the compiled kernel on one thread (one band per
         # image) skips the Python path's per-band buffers and calls (if_model's 16->16 3x3 on
@@ -240,6 +240,10 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
             native_parallel.im2col_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, sh, sw,
                                         dh, dw, begin[0], begin[1], y, bands)
         return y.reshape((n, m, ow)) if one_d else y
+    # work items of the Python paths: (image, first output row, end row); one image splits into
+    # row bands when the batch alone cannot keep every thread busy
+    bands = max(1, min(oh, -(-threads.count // n))) if macs >= _SHARE_MIN_MACS else 1
+    items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
     if pitched:
         pitched_conv(x4, wmat, (kh, kw), b, r3, (code, alpha, beta), (sh, dh, dw), begin, (oh, ow), y, items,
                      threads, 1 if macs >= _SHARE_MIN_MACS else len(items))
