@@ -27,8 +27,13 @@ def _oracle_body_types(model: onnx.ModelProto) -> dict[str, np.dtype]:
 
 
 def _bodies(model: onnx.ModelProto) -> list:  # type: ignore[type-arg]
+    """The loaded subgraphs without the value infos shape inference gave them, as when inference
+    fails on a model (the loader then keeps no inferred types at all)."""
     graph = load_model(model).graph
-    return [g for node in graph.nodes for g in node.subgraphs]
+    bodies = [g for node in graph.nodes for g in node.subgraphs]
+    for body in bodies:
+        body.value_info.clear()
+    return bodies
 
 
 @pytest.mark.parametrize("name", ["loop_model", "if_model"])
@@ -38,7 +43,7 @@ def test_body_types_match_shape_inference(name):
     found: dict[str, np.dtype] = {}
     for body in _bodies(model):
         found.update(infer_element_types(GraphView(body, body.nodes)))
-    assert found, "the bodies' intermediate values should lack types after loading"
+    assert found, "every body value should get a type from the rules"
     for value, dtype in found.items():
         assert oracle[value] == dtype, value
 

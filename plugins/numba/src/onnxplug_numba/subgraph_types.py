@@ -1,7 +1,7 @@
 """Element types inside subgraphs (If branches, Loop and Scan bodies), worked out by the provider.
 
-onnxplug's loader keeps the types shape inference gives the main graph, but a subgraph's
-intermediate values usually have none, so a provider that checks dtypes before claiming a node
+onnxplug's loader keeps the types shape inference gives, subgraphs included, but a model that
+inference cannot process keeps none, so a provider that checks dtypes before claiming a node
 would leave every node of a body to the default provider. :class:`TypedView` adds the element type
 of each such value from simple, exact ONNX typing rules (an elementwise op's output has its
 input's type, a comparison gives bool, Shape gives int64...), starting from the types that are
