@@ -140,45 +140,6 @@ def test_small_matmul_matches_onnxruntime(rng, m, k, n):
         assert_close(session.run(None, feeds), run_onnxruntime(model, feeds), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("batch", [2, 5])
-@pytest.mark.parametrize("x_shape,w_shape,attrs,kernel", [
-    ((16, 32, 32), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),  # if_model's branch conv
-    ((16, 48, 48), (32, 8, 3, 3), {"pads": [1, 0, 1, 2], "strides": [2, 1], "group": 2}, "im2col_conv"),
-])
-@pytest.mark.parametrize("residual", [False, True])
-def test_batched_small_convs_run_image_by_image_on_one_thread_each(rng, monkeypatch, batch, x_shape, w_shape,
-                                                                   attrs, kernel, residual):
-    # each image is below the size a prange region pays off for: one single-thread call per image,
-    # on whichever pool thread takes it
-    import numba
-    import onnxplug_numba.kernels.native_parallel as native_parallel
-
-    if not native_parallel.AVAILABLE:
-        pytest.skip("no parallel kernels here")
-    seen: list[tuple[int, int]] = []
-    compiled = getattr(native_parallel, kernel)
-
-    def spy(*args):  # type: ignore[no-untyped-def]
-        seen.append((numba.get_num_threads(), args[0].shape[0]))
-        return compiled(*args)
-
-    monkeypatch.setattr(native_parallel, kernel, spy)
-    x = rng.standard_normal((batch, *x_shape)).astype(np.float32)
-    init = {"w": rng.standard_normal(w_shape).astype(np.float32), "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
-    feeds = {"x": x}
-    if residual:
-        plain = node_model("Conv", {"x": x}, initializers=init, **attrs)
-        feeds["z"] = rng.standard_normal(run_onnxruntime(plain, {"x": x})[0].shape).astype(np.float32)
-    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", activation="Relu", **attrs)
-    if residual:
-        model.graph.node[0].input[:] = ["x", "w", "b", "z"]
-    got, session = run_numba(model, feeds, threads=2)
-    assert seen == [(1, 1)] * batch, seen
-    assert_close(got, run_onnxruntime(model, feeds), atol=1e-4)
-    for _ in range(2):  # again with new values: the pool's threads write their own images
-        feeds = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in feeds.items()}
-        assert_close(session.run(None, feeds), run_onnxruntime(model, feeds), atol=1e-4)
-
 
 @pytest.mark.parametrize("op", ["ReduceMax", "ReduceMean", "ReduceSum", "ReduceLogSumExp"])
 @pytest.mark.parametrize("shape,axes,keepdims", [((1, 64), None, 0), ((3, 7), [1], 0), ((3, 7), [-1], 1)])

@@ -202,27 +202,6 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
             native_parallel.im2col_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, sh, sw,
                                         dh, dw, begin[0], begin[1], y, 1)
         return y.reshape((n, m, ow)) if one_d else y
-    if native and n >= threads.count and macs < _NATIVE_MIN_MACS * n:
-        # a batch of images each too small to share (if_model's 16->16 3x3 on 32x32): whole images
-        # on the pool, one thread's compiled kernel each. A prange region's end waits for every
-        # worker, so one descheduled worker on a busy machine stalls it by milliseconds (this conv
-        # at batch 8, load ~4 on 2 cores: median 5.5 ms in the region, 2.1 ms here); the pool's
-        # caller takes whatever images a late helper has not started.
-        resid = res if res is not None else y
-        has_res = res is not None
-
-        def images(lo: int, hi: int) -> None:
-            native_parallel.use_threads(1)  # numba's setting is per calling thread: regions of one thread
-            for i in range(lo, hi):
-                if pitched:
-                    native_parallel.pitched_conv(x4[i:i + 1], wmat, b, resid[i:i + 1], has_res, code, alpha, beta,
-                                                 kh, kw, dh, dw, begin[0], begin[1], y[i:i + 1], 1)
-                else:
-                    native_parallel.im2col_conv(x4[i:i + 1], wmat, b, resid[i:i + 1], has_res, code, alpha, beta,
-                                                kh, kw, sh, sw, dh, dw, begin[0], begin[1], y[i:i + 1], 1)
-
-        threads.run(images, n, 1)
-        return y.reshape((n, m, ow)) if one_d else y
     if native:  # in a prange region, so no pool thread competes with its spinning workers
         count = native_parallel.use_threads(threads.count)
         resid = res if res is not None else y
