@@ -91,3 +91,36 @@ def test_blas_runs_one_thread_per_call_and_matmul_is_split(rng):
     if blas_threads() is not None:
         assert blas_threads() == 1
     assert_close(got, run_onnxruntime(model, {"a": a, "b": b}))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs a choice of at least two CPUs")
+def test_spread_keeps_pool_threads_off_the_callers_cpu_and_restores_them():
+    import ctypes
+    import time
+
+    from onnxplug_numba.threads import ThreadControl
+
+    getcpu = ctypes.CDLL(None).sched_getcpu
+    caller = threading.get_ident()
+    allowed = os.sched_getaffinity(0)
+    seen: list[tuple[int, set[int], int]] = []
+
+    def work(lo: int, hi: int) -> None:
+        time.sleep(0.05)  # long enough that the pool thread takes a chunk
+        seen.append((threading.get_ident(), os.sched_getaffinity(0), getcpu()))
+
+    ThreadControl(2).run(lambda lo, hi: time.sleep(0.05), 2)  # the pool exists, made by an unpinned thread
+    os.sched_setaffinity(0, {min(allowed)})  # the caller on a known CPU for the call
+    try:
+        ThreadControl(2).run(work, 2, spread=True)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    helpers = [(mask, cpu) for ident, mask, cpu in seen if ident != caller]
+    assert len(seen) == 2 and helpers, seen
+    for mask, cpu in helpers:
+        assert min(allowed) not in mask and cpu != min(allowed)
+    # afterwards the pool thread may run anywhere again
+    after: list[set[int]] = []
+    ThreadControl(2).run(lambda lo, hi: (time.sleep(0.05), after.append(os.sched_getaffinity(0))), 2)
+    assert all(mask == allowed for mask in after), after

@@ -115,7 +115,7 @@ class _Recurrent(NumbaKernel):
                 xw[:, bounds[i]:bounds[i + 1]])) for i in range(lo, hi)], bands)
             return
         self.threads.run(lambda lo, hi: [run_one(d, modes[d], 0, batch, np.dot(flat, wt[d]).reshape(steps, batch, -1))
-                                         for d in range(lo, hi)], dirs)
+                                         for d in range(lo, hi)], dirs, spread=True)
 
     def finish(self, layout: int, y: np.ndarray, *states: np.ndarray) -> tuple[np.ndarray, ...]:
         if layout:  # (T, D, B, H) -> (B, T, D, H); states (D, B, H) -> (B, D, H)
