@@ -6,8 +6,7 @@ import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
-from onnxplug_numba.ops._base import (FLOAT_TYPES, OPENBLAS_SERIAL_GEMM_MACS, OPENBLAS_SERIAL_MACS, NumbaKernel,
-                                      all_present_same, matmul)
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul, openblas_serial
 from onnxplug_numba.ops.op_conv import activation_in_place, fused_activation
 from onnxplug_numba.provider import NumbaProvider
 
@@ -21,11 +20,8 @@ class MatMul(NumbaKernel):
         return all_present_same(view, node, FLOAT_TYPES)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.ndim == 2 and b.ndim == 2:
-            # _base.openblas_serial written out (a call is a frame more per product)
-            macs = a.size * b.shape[1]
-            if macs < OPENBLAS_SERIAL_MACS or (macs <= OPENBLAS_SERIAL_GEMM_MACS and a.shape[0] > 1 and b.shape[1] > 1):
-                return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
+        if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
+            return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
         return matmul(a, b, self.threads)
 
 
@@ -49,8 +45,7 @@ class Gemm(NumbaKernel):
             a = a.T  # a view: BLAS reads it transposed, without a copy
         if self.trans_b:
             b = b.T
-        if a.ndim == 2 and b.ndim == 2 and ((macs := a.size * b.shape[1]) < OPENBLAS_SERIAL_MACS or (
-                macs <= OPENBLAS_SERIAL_GEMM_MACS and a.shape[0] > 1 and b.shape[1] > 1)):  # as MatMul.compute
+        if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
             y = a.dot(b)  # a tiny product (a Loop body's cell): no call of matmul and its checks
         else:
             y = matmul(a, b, self.threads)
