@@ -134,6 +134,10 @@ def openblas_serial(m: int, macs: int, n: int) -> bool:
 NATIVE_MIN_MACS = 4_000_000
 
 
+#: Bands per thread of a prange product (see _native_matmul).
+BANDS_PER_THREAD = 1
+
+
 def _native_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, threads: ThreadControl) -> np.ndarray:
     """a (..., M, K) @ b (K, N) as one (rows, K) product in bands over the threads."""
     lead = a.shape[:-1]
@@ -144,7 +148,9 @@ def _native_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, thread
     out = np.empty((rows, n), dtype=np.float32)
     count = native_parallel.use_threads(threads.count)
     by_rows = rows >= 16 * count or rows >= n
-    items = max(1, min(2 * count, rows // 8 if by_rows else n // 16))  # bands of 8+ rows or 16+ columns
+    # one band per thread: numba hands prange items out statically, so more bands only make each
+    # thread run several thinner products, which BLAS runs slower (bands of 8+ rows or 16+ columns)
+    items = max(1, min(BANDS_PER_THREAD * count, rows // 8 if by_rows else n // 16))
     vector = np.ascontiguousarray(bias, dtype=np.float32) if bias is not None else out[0]
     native_parallel.matmul_bias(a2, b2, vector, bias is not None, out, items, by_rows)
     return out.reshape(*lead, n)
