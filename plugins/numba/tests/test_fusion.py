@@ -81,3 +81,32 @@ def test_unfusable_dtype_is_not_chained(rng):
     got, session = run_numba(model, {"x": x}, fallback=True)
     assert {a.provider for a in session.get_node_assignments()} == {"numpy"}
     np.testing.assert_array_equal(got[0], np.maximum(x + x, 0))
+
+
+def test_costly_chain_is_shared_in_a_prange_region_from_fewer_elements(rng):
+    # Gelu(x + b) over 128 x 1024 values: half the size at which an Add chain is shared, but ~13
+    # Adds' work per value, so it runs as one part per thread in the module's prange region
+    import math
+
+    from onnxplug_numba.fusion.codegen import Program
+    from onnxplug_numba.fusion.ops import Step, relative_cost
+    from onnxplug_numba.fusion.runner import ElementwiseRunner
+    from onnxplug_numba.kernels import native_parallel
+    from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
+
+    if not native_parallel.PRANGE_AVAILABLE:
+        pytest.skip("numba has no thread-safe threading layer here")
+    steps = (Step("Add", ("x", "b"), "s", "float32"), Step("Gelu", ("s",), "y", "float32", (("approximate", "none"),)))
+    assert relative_cost(steps) == 13 and relative_cost(steps[:1]) == 1
+    x = rng.standard_normal((1, 128, 1024)).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+    assert x.size < PARALLEL_MIN_ELEMENTS
+    program = Program(("x", "b"), ("float32", "float32"), steps, ("y",))
+    shared = ElementwiseRunner(program, ThreadControl(2))
+    (got,) = shared(x, b)
+    assert shared.module("nd", ("c", "c")).kernel_shared.signatures, "the prange variant did not run"
+    (alone,) = ElementwiseRunner(program, ThreadControl(1))(x, b)
+    np.testing.assert_array_equal(got, alone)
+    s = x.astype(np.float64) + b
+    expected = 0.5 * s * (1 + np.vectorize(math.erf)(s / math.sqrt(2)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

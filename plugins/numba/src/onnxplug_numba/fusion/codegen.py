@@ -8,8 +8,10 @@ Two loop shapes are generated:
   (coalesced) axis, each input reached through its own element strides. Per input, the innermost
   stride is specialised: ``c`` (1, contiguous), ``z`` (0, one value per row) or ``g`` (any other).
 
-Each module defines one ``kernel`` (``nogil=True``, ``cache=True``): the caller splits the range
-across threads, and a second process loads the machine code from disk.
+Each module defines one ``kernel`` (``nogil=True``, ``cache=True``) over a range ``[lo, hi)``, and
+``kernel_shared``, which runs it in parts inside a numba prange region (for large calls: handing a
+part to a Python pool thread costs far more on this kind of virtual machine). A second process
+loads the machine code of both from disk.
 
 The source never names a tensor or node (locals are ``a0``, ``v3``, ``w0``...), so two chains doing
 the same computation on the same dtypes produce byte-identical source and share one module.
@@ -117,10 +119,21 @@ def generate(program: Program, mode: str, kinds: tuple[str, ...]) -> str:
               # dtypes only, by position: tensor names would make identical kernels distinct files
               f"# input dtypes {', '.join(program.input_dtypes)}",
               f"# mode {mode}, kinds {''.join(kinds)}",
-              "import math", "import numpy as np", "from numba import njit",
+              "import math", "import numpy as np", "from numba import njit, prange",
               "from onnxplug_numba.fusion.scalar_ops import (op_max, op_min, op_relu, op_sigmoid, "
               "op_softplus,", "    op_hard_sigmoid, op_gelu, op_gelu_tanh, op_round_even, op_sign, "
               "op_mod_python, op_mod_c, op_mod_float, op_div_trunc, op_gelu32, op_gelu_tanh32)",
               "from onnxplug_numba.kernels.fastmath import exp32, tanh32, sigmoid32, erf32", "", ""]
     body = ["@njit(nogil=True, error_model='numpy', fastmath={'contract'}, cache=True)"] + make(program, kinds, "kernel")
-    return "\n".join(header + body) + "\n"
+    return "\n".join(header + body + ["", ""] + _shared(body[1])) + "\n"
+
+
+def _shared(signature: str) -> list[str]:
+    """``kernel_shared(items, total, ...)``: ``kernel`` over ``range(total)`` cut into ``items``
+    parts run in one prange region (compiled on its first call: only large calls use it)."""
+    params = signature[signature.index("(") + 1:signature.index(")")].split(", ")[2:]  # after lo, hi
+    rest = ", ".join(params)
+    return ["@njit(nogil=True, parallel=True, cache=True)",
+            f"def kernel_shared(items, total, {rest}):",
+            "    for item in prange(items):",
+            f"        kernel(total * item // items, total * (item + 1) // items, {rest})"]

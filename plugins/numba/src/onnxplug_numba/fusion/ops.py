@@ -262,3 +262,20 @@ def expression(step: Step, args: Sequence[str | None]) -> str:
     """The scalar expression of ``step`` over local names, one per input position (None if omitted)."""
     rule = RULES[step.op]
     return rule.expr(list(args), dict(step.attrs), step.dtype)
+
+
+#: Rough time per element of an op, in multiples of an Add's (measured single-threaded on float32,
+#: 262,144 elements: Add 0.19 ns, Exp 0.70, Tanh 1.1, Erf 2.0, Gelu 2.2, Log 8.5, Sin 10.5). Ops not
+#: listed cost about one Add. A chain's total sets how few elements are worth sharing across threads.
+_RELATIVE_COST = {
+    **dict.fromkeys(("Exp", "Sigmoid", "Elu", "Selu", "Celu", "Swish"), 4),
+    "Tanh": 6, "Erf": 11, "Gelu": 12,
+    # scalar libm calls, not vectorised
+    **dict.fromkeys(("Log", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+                     "Atanh", "Pow", "Softplus", "Mish"), 40),
+}
+
+
+def relative_cost(steps: Sequence[Step]) -> int:
+    """The time per element of ``steps``, in multiples of one Add's (at least 1)."""
+    return max(1, sum(_RELATIVE_COST.get(s.op, 1) for s in steps))

@@ -62,9 +62,11 @@ def _threadsafe_layer() -> bool:
 
 
 _SGEMM = _find_sgemm()
+#: Whether prange regions may run here, from any number of Python threads at once.
+PRANGE_AVAILABLE = _threadsafe_layer()
 #: Whether the parallel kernels can run here: a reachable 64-bit-integer OpenBLAS sgemm and a
 #: thread-safe numba threading layer.
-AVAILABLE = _SGEMM is not None and _threadsafe_layer()
+AVAILABLE = _SGEMM is not None and PRANGE_AVAILABLE
 
 
 @intrinsic
