@@ -39,20 +39,23 @@ def _numpy_attention(query: np.ndarray, key: np.ndarray, value: np.ndarray, bias
 @pytest.mark.parametrize("bias_shape", [None, (2, 1, 1, 19), (2, 4, 11, 19), (1, 1, 11, 19)])
 @pytest.mark.parametrize("scale", [None, 0.3])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_multi_head_attention(rng, bias_shape, scale, threads):
-    query = rng.standard_normal((2, 11, 32)).astype(np.float32)
-    key = rng.standard_normal((2, 19, 32)).astype(np.float32)
-    value = rng.standard_normal((2, 19, 24)).astype(np.float32)
+# float32 runs the one-region kernel (kernels/native_attention.py), float64 the BLAS + softmax path
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_multi_head_attention(rng, bias_shape, scale, threads, dtype):
+    query = rng.standard_normal((2, 11, 32)).astype(dtype)
+    key = rng.standard_normal((2, 19, 32)).astype(dtype)
+    value = rng.standard_normal((2, 19, 24)).astype(dtype)
     feeds = {"query": query, "key": key, "value": value}
     if bias_shape is not None:
-        bias = rng.standard_normal(bias_shape).astype(np.float32)
+        bias = rng.standard_normal(bias_shape).astype(dtype)
         bias[..., 5] = -np.inf  # a masked key position
         feeds["bias"] = bias
     attrs = {"num_heads": 4} | ({"scale": scale} if scale is not None else {})
     model = node_model("MultiHeadAttention", feeds, domain="com.onnxplug", **attrs)
     (got,), _ = run_numba(model, feeds, threads=threads)
     expected = _numpy_attention(query, key, value, feeds.get("bias"), 4, scale if scale is not None else 1 / np.sqrt(8))
-    assert_close([got], [expected.astype(np.float32)])
+    assert got.dtype == dtype
+    assert_close([got], [expected.astype(dtype)])
 
 
 def _numpy_skip_layer_norm(x, skip, gamma, beta, bias, eps):  # type: ignore[no-untyped-def]

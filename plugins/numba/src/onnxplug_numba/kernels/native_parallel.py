@@ -89,6 +89,28 @@ def _sgemm(typingctx, m, n, k, a, lda, b, ldb, c, ldc):  # type: ignore[no-untyp
     return sig, codegen
 
 
+@intrinsic
+def sgemm_strided(typingctx, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc):  # type: ignore[no-untyped-def]
+    """cblas_sgemm(RowMajor, NoTrans, trans_b, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc): ``trans_b``
+    is CBLAS's code (111 no, 112 transposed); a, b, c are addresses (uintp), so any row pitch works."""
+    sig = types.void(trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        i32, i64, f32, ptr = ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _SGEMM)
+        trans, m_, n_, k_ = (context.cast(builder, v, t, types.int64) for v, t in zip(args[:4], signature.args[:4]))
+        alpha_ = context.cast(builder, args[4], signature.args[4], types.float32)
+        a_, lda_, b_, ldb_, c_, ldc_ = (
+            context.cast(builder, v, t, types.int64) for v, t in zip(args[5:], signature.args[5:]))
+        builder.call(fn, [ir.Constant(i32, _ROW_MAJOR), ir.Constant(i32, _NO_TRANS), builder.trunc(trans, i32),
+                          m_, n_, k_, alpha_, builder.inttoptr(a_, ptr), lda_,
+                          builder.inttoptr(b_, ptr), ldb_, ir.Constant(f32, 0.0), builder.inttoptr(c_, ptr), ldc_])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 if AVAILABLE:
     @njit(nogil=True, cache=True)
     def _product_columns(w, x, y, p0, p1):  # type: ignore[no-untyped-def]

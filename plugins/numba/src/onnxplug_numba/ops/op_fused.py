@@ -10,6 +10,7 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN, Step
 from onnxplug_numba.fusion.runner import ElementwiseRunner
+from onnxplug_numba.kernels import native_attention, native_parallel
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same, matmul
 from onnxplug_numba.ops.op_conv import activation_in_place, fused_activation
@@ -17,6 +18,9 @@ from onnxplug_numba.ops.op_norm import LayerNormalization, _rows
 from onnxplug_numba.provider import NumbaProvider
 
 op = NumbaProvider.kernel
+
+_FLOAT32 = np.dtype(np.float32)
+_ZERO = np.zeros((), np.float32)
 
 
 class _FloatKernel(NumbaKernel):
@@ -121,11 +125,16 @@ class MultiHeadAttention(_FloatKernel):
         b, s, hd = query.shape
         length = key.shape[1]
         dh, dv = hd // heads, value.shape[2] // heads
+        scale = self.attr("scale")
+        scale = 1.0 / np.sqrt(dh) if scale is None else float(scale)
+        if native_attention.AVAILABLE and query.dtype == key.dtype == value.dtype == _FLOAT32 \
+                and key.shape[2] == hd and hd % heads == 0 and value.shape[2] % heads == 0 and s * length > 0 \
+                and query.flags.c_contiguous and key.flags.c_contiguous \
+                and value.flags.c_contiguous and (bias is None or bias.dtype == _FLOAT32):
+            return self._native(query, key, value, bias, heads, scale)
         q = query.reshape(b, s, heads, dh).transpose(0, 2, 1, 3)
         k = key.reshape(b, length, heads, dh).transpose(0, 2, 3, 1)
         v = value.reshape(b, length, heads, dv).transpose(0, 2, 1, 3)
-        scale = self.attr("scale")
-        scale = 1.0 / np.sqrt(dh) if scale is None else float(scale)
         scores = matmul(q, k, self.threads)
         if bias is not None:
             bias = np.broadcast_to(np.asarray(bias, dtype=query.dtype), scores.shape)
@@ -136,3 +145,16 @@ class MultiHeadAttention(_FloatKernel):
                          b * heads * s, row_grain(length))
         out = matmul(probs, v, self.threads)
         return np.ascontiguousarray(out.transpose(0, 2, 1, 3)).reshape(b, s, heads * dv)
+
+    def _native(self, query: np.ndarray, key: np.ndarray, value: np.ndarray, bias: np.ndarray | None,
+                heads: int, scale: float) -> np.ndarray:
+        """One prange region: each (image, head) runs its products and softmax back to back, reading
+        and writing the heads in place (kernels/native_attention.py)."""
+        b, s, _ = query.shape
+        out = np.empty((b, s, value.shape[2]), dtype=np.float32)
+        # a broadcast view either way (a zero without a bias, unread): one compiled signature
+        bias4 = np.broadcast_to(_ZERO if bias is None else bias, (b, heads, s, key.shape[1]))
+        self.threads.blas()
+        native_parallel.use_threads(min(self.threads.count, b * heads))
+        native_attention.attention(query, key, value, scale, bias4, bias is not None, heads, out)
+        return out

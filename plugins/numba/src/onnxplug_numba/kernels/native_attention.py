@@ -1,0 +1,46 @@
+"""Multi-head attention in one prange region: each (image, head) item runs its score product,
+its softmax and its context product back to back, while the item's scores are in the core's cache.
+
+The heads are read and written in place through BLAS's row pitch (head h of a (B, S, H*d) tensor is
+an S x d matrix with pitch H*d), so there is no transpose before or after. float32, with the
+parallel kernels' requirements (see native_parallel: a reachable OpenBLAS sgemm, one BLAS thread per
+call, a thread-safe numba threading layer).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from onnxplug_numba.kernels.native_parallel import AVAILABLE, sgemm_strided
+from onnxplug_numba.kernels.norm import _softmax_row_f32
+
+_NO_TRANS, _TRANS = 111, 112
+
+if AVAILABLE:
+    @njit(nogil=True, parallel=True, fastmath={"contract", "reassoc"}, cache=True)
+    def attention(q, k, v, scale, bias, has_bias, heads, out):  # type: ignore[no-untyped-def]
+        """out[b, i, h*dv:(h+1)*dv] = softmax(q_bh[i] . k_bh * scale (+ bias[b, h, i])) @ v_bh for
+        C-contiguous float32 q (B, S, H*dk), k (B, L, H*dk), v (B, L, H*dv), out (B, S, H*dv);
+        ``bias`` is (B, H, S, L), possibly a broadcast (zero-stride) view."""
+        n_img, q_len, q_width = q.shape
+        length, v_width = k.shape[1], v.shape[2]
+        dk, dv = q_width // heads, v_width // heads
+        for item in prange(n_img * heads):
+            b = item // heads
+            h = item % heads
+            scores = np.empty((q_len, length), dtype=np.float32)
+            lanes = np.empty(8, dtype=np.float32)
+            sgemm_strided(_TRANS, q_len, length, dk, scale, q.ctypes.data + 4 * (b * q_len * q_width + h * dk),
+                          q_width, k.ctypes.data + 4 * (b * length * q_width + h * dk), q_width,
+                          scores.ctypes.data, length)
+            for i in range(q_len):
+                row = scores[i]
+                if has_bias:
+                    bias_row = bias[b, h, i]
+                    for c in range(length):
+                        row[c] += bias_row[c]
+                _softmax_row_f32(row, False, row, lanes)  # in place: each value is read before it is written
+            sgemm_strided(_NO_TRANS, q_len, dv, length, 1.0, scores.ctypes.data, length,
+                          v.ctypes.data + 4 * (b * length * v_width + h * dv), v_width,
+                          out.ctypes.data + 4 * (b * q_len * v_width + h * dv), v_width)
