@@ -1,18 +1,22 @@
 """Convolution arithmetic shared by Conv, ConvTranspose, ConvInteger, QLinearConv and Col2Im.
 
-Conv is computed in one of three vectorised ways, all BLAS-backed or elementwise:
+Conv is computed in one of four vectorised ways, all BLAS-backed or elementwise:
 - 1x1 kernels: a plain (batched) matmul over the flattened spatial axes;
 - depthwise (one input channel per group): sums of shifted rows in cache-sized blocks, with no
   im2col buffer (see _depthwise);
+- small stride-1 2-D convolutions: im2col over padded-width rows, with the bias as one more
+  column row, in scratch each thread keeps per shape (see _conv_padded_rows);
 - everything else: im2col from a strided window view (one copy) and one batched matmul.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
+from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul, parallel_for
 from onnxplug.providers.numpy.ops._depthwise import Epilogue, depthwise_conv
 from numpy.lib.stride_tricks import as_strided
@@ -47,6 +51,52 @@ def spatial_attrs(node_attr, kernel: Sequence[int]) -> tuple[list[int], list[int
     strides = [int(s) for s in (node_attr("strides", None) or [1] * nd)]
     dilations = [int(d) for d in (node_attr("dilations", None) or [1] * nd)]
     return strides, dilations
+
+
+_ZEROS: dict[np.dtype, np.ndarray] = {}
+
+
+def zeros_operand(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A read-only C-contiguous array of zeros of ``shape``, cut from a buffer kept per dtype: an
+    operand for ``np.maximum`` that keeps numpy on its fast array-array loop (against a scalar it
+    takes a ~4x slower one)."""
+    size = math.prod(shape)
+    buf = _ZEROS.get(dtype)
+    if buf is None or buf.size < size:
+        buf = np.zeros(max(size, 1 << 12), dtype)
+        buf.flags.writeable = False
+        _ZEROS[dtype] = buf  # a racing thread may replace it: either buffer is all zeros
+    return buf[:size].reshape(shape)
+
+
+class ConvAttributes:
+    """A Conv-like node's geometry attributes, read once when its kernel is made; ``resolve`` gives
+    (strides, dilations, pads_begin, pads_end) for an input, kept per input and kernel shape (the
+    per-call attribute reads and pad arithmetic cost ~10 us, as much as a small conv's copies)."""
+
+    _KEEP_SHAPES = 16
+
+    def __init__(self, node_attr) -> None:
+        self._node_attr = node_attr
+        kernel = node_attr("kernel_shape", None)
+        self.kernel_shape: list[int] | None = None if kernel is None else [int(k) for k in kernel]
+        self.group = int(node_attr("group", 1))
+        self._resolved: dict[tuple, tuple[tuple[int, ...], ...]] = {}
+
+    def resolve(self, in_spatial: Sequence[int], kernel: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+        """(strides, dilations, pads_begin, pads_end) for spatial input ``in_spatial`` and ``kernel``
+        (the kernel_shape attribute wins over the weight's when present); tuples, as they are shared."""
+        key = (tuple(in_spatial), tuple(kernel))
+        found = self._resolved.get(key)
+        if found is None:
+            kernel = self.kernel_shape or list(kernel)
+            strides, dilations = spatial_attrs(self._node_attr, kernel)
+            begin, end = conv_pads(self._node_attr, in_spatial, kernel, strides, dilations)
+            found = (tuple(strides), tuple(dilations), tuple(begin), tuple(end))
+            if len(self._resolved) >= self._KEEP_SHAPES:
+                self._resolved.clear()
+            self._resolved[key] = found
+        return found
 
 
 def pad_spatial(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) -> np.ndarray:
@@ -106,7 +156,8 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
 
     ``epilogue(view, index)`` runs in place on the biased output. Where the work goes in units (an
     image, a band of rows, a block of channels), bias and epilogue run on each unit's output right
-    after it is computed, while it is still in cache.
+    after it is computed, while it is still in cache. An epilogue with a ``copy_out(src, dst, index)``
+    method is given the chance to write ``dst`` from a result in scratch in the same pass.
     """
     n, c = x.shape[:2]
     m = w.shape[0]
@@ -117,6 +168,8 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         raise ValueError(f"Conv: {m} output channels are not divisible by group {group}")
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
+    if _padded_rows_fit(x, w, b, strides, dilations, begin, end):
+        return _conv_padded_rows(x, w, b, dilations, begin, end, group, epilogue)
     finish = _finisher(b, epilogue, len(kernel))
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
@@ -174,6 +227,133 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: 
         if finish is not None:
             finish(shaped, (slice(None),))
     return shaped
+
+
+#: Small stride-1 2-D convolutions (see _padded_rows_fit) go to _conv_padded_rows; False sends them
+#: to _conv_im2col (a switch for A/B measurements and tests).
+PADDED_ROWS = True
+#: Widest padded row, relative to the output row, that _conv_padded_rows takes: its product
+#: also computes (then drops) the padded row's extra columns.
+PADDED_ROWS_MAX_WIDENING = 1.25
+#: Scratch of at most this many bytes is kept per thread and shape between calls.
+PADDED_ROWS_KEEP_BYTES = 8 << 20
+_PADDED_ROWS_KEEP_SHAPES = 32
+_PADDED_ROWS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_PADDED_ROWS_SCRATCH = threading.local()
+
+
+def _padded_rows_fit(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
+                     dilations: Sequence[int], begin: Sequence[int], end: Sequence[int]) -> bool:
+    """Whether _conv_padded_rows takes this convolution: 2-D, stride 1, no cropping pads, one float
+    dtype, not 1x1, a product small enough to run on one thread, rows not much wider than the output."""
+    if not PADDED_ROWS or x.ndim != 4 or strides[0] != 1 or strides[1] != 1:
+        return False
+    dtype = x.dtype
+    if dtype not in _PADDED_ROWS_DTYPES or w.dtype != dtype or (b is not None and b.dtype != dtype):
+        return False
+    if min(begin) < 0 or min(end) < 0:
+        return False
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    wp = wd + begin[1] + end[1]
+    oh = h + begin[0] + end[0] - (kh - 1) * dilations[0]
+    ow = wp - (kw - 1) * dilations[1]
+    if (kh == 1 and kw == 1) or n == 0 or c == 0 or m == 0 or oh <= 0 or ow <= 0:
+        return False
+    return wp <= PADDED_ROWS_MAX_WIDENING * ow and n * m * cg * kh * kw * oh * ow < blas.SPLIT_PRODUCT_MACS
+
+
+class _RowsScratch:
+    """One shape's scratch for _conv_padded_rows: zero-bordered padded images (borders written once),
+    the window view over them, the columns it is copied into (with a row of ones per group under a
+    bias) and the product over padded-width rows."""
+
+    __slots__ = ("interior", "windows", "columns", "taps", "product", "nbytes")
+
+    def __init__(self, dtype: np.dtype, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                 dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int,
+                 bias: bool) -> None:
+        n, c, h, wd = x_shape
+        m, cg, kh, kw = w_shape
+        dh, dw = dilations
+        hp, wp = h + begin[0] + end[0], wd + begin[1] + end[1]
+        plane = hp * wp
+        p = (hp - (kh - 1) * dh) * wp  # output rows at the padded width
+        taps = cg * kh * kw
+        # The last channel's windows read (kw - 1) * dw elements past its plane: only into the
+        # dropped columns of the last rows, so zeros there are enough.
+        padded = np.zeros(n * c * plane + (kw - 1) * dw, dtype)
+        self.interior = padded[:n * c * plane].reshape(n, c, hp, wp)[:, :, begin[0]:begin[0] + h,
+                                                                      begin[1]:begin[1] + wd]
+        it = padded.itemsize
+        # Window (kh, kw) of channel c is one run of p elements of the flat padded planes.
+        self.windows = as_strided(padded, (n, group, cg, kh, kw, p),
+                                  (c * plane * it, cg * plane * it, plane * it, dh * wp * it, dw * it, it),
+                                  writeable=False)
+        self.columns = np.empty((n, group, taps + bias, p), dtype)
+        if bias:
+            self.columns[:, :, taps] = 1
+        self.taps = self.columns[:, :, :taps]
+        self.taps.shape = (n, group, cg, kh, kw, p)  # a view (raises rather than copy)
+        self.product = np.empty((n, group, m // group, p), dtype)
+        self.nbytes = padded.nbytes + self.columns.nbytes + self.product.nbytes
+
+
+def _rows_scratch(x: np.ndarray, w: np.ndarray, dilations: Sequence[int], begin: Sequence[int],
+                  end: Sequence[int], group: int, bias: bool) -> _RowsScratch:
+    """This thread's scratch for the shape, made on first use; small ones are kept."""
+    kept = getattr(_PADDED_ROWS_SCRATCH, "kept", None)
+    if kept is None:
+        kept = _PADDED_ROWS_SCRATCH.kept = {}
+    key = (x.dtype, x.shape, w.shape, tuple(dilations), tuple(begin), tuple(end), group, bias)
+    scratch = kept.get(key)
+    if scratch is None:
+        scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, bias)
+        if scratch.nbytes <= PADDED_ROWS_KEEP_BYTES:
+            if len(kept) >= _PADDED_ROWS_KEEP_SHAPES:
+                kept.clear()
+            kept[key] = scratch
+    return scratch
+
+
+def _conv_padded_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, dilations: Sequence[int],
+                      begin: Sequence[int], end: Sequence[int], group: int,
+                      epilogue: Epilogue | None) -> np.ndarray:
+    """A stride-1 2-D convolution as im2col over padded-width rows, then one (batched) matmul.
+
+    Output row ``r`` is computed at the padded width ``wp``: then window (kh, kw) of a channel is
+    one contiguous run of the flat padded plane, from ``kh * dh * wp + kw * dw``, so the im2col
+    copy moves long runs (the strided-window one moves runs of one output row: 2-3x slower on
+    32x32 images), and the product's extra ``wp - ow`` columns of each row are dropped when the
+    result is copied out. The bias is one more weight column against a row of ones, added by the
+    product. Scratch (padded images with zero borders, columns, product) is kept per thread and
+    shape, so a call writes the image interior, copies the windows, multiplies and copies out.
+    """
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    scratch = _rows_scratch(x, w, dilations, begin, end, group, b is not None)
+    np.copyto(scratch.interior, x)
+    np.copyto(scratch.taps, scratch.windows)
+    taps = cg * kh * kw
+    if b is None:
+        wm = w.reshape(group, m // group, taps)
+    else:
+        wm = np.empty((group, m // group, taps + 1), w.dtype)
+        wm[:, :, :taps] = w.reshape(group, m // group, taps)
+        wm[:, :, taps] = b.reshape(group, m // group)
+    np.matmul(wm, scratch.columns, out=scratch.product)
+    wp = wd + begin[1] + end[1]
+    oh, ow = scratch.product.shape[-1] // wp, wp - (kw - 1) * dilations[1]
+    y = np.empty((n, m, oh, ow), x.dtype)
+    result = scratch.product.reshape(n, m, oh, wp)[:, :, :, :ow]
+    copy_out = getattr(epilogue, "copy_out", None)
+    if copy_out is not None:  # copy and epilogue in one pass where the epilogue can
+        copy_out(result, y, (slice(None),))
+    else:
+        np.copyto(y, result)
+        if epilogue is not None:
+            epilogue(y, (slice(None),))
+    return y
 
 
 def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int,

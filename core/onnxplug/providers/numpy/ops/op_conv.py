@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._conv_util import conv_nd, conv_pads, spatial_attrs
+from onnxplug.providers.numpy.ops._conv_util import ConvAttributes, conv_nd
 from onnxplug.providers.numpy.ops._nn_util import blas_dtype
 from onnxplug.providers.numpy.registry import op
 
@@ -13,11 +13,13 @@ class Conv(NumpyKernel):
     float16 (and bfloat16) accumulate in float32 and round once at the end.
     """
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.conv_attrs = ConvAttributes(self.attr)
+
     def compute(self, x, w, b=None):
-        kernel = list(self.attr("kernel_shape", None) or w.shape[2:])
-        strides, dilations = spatial_attrs(self.attr, kernel)
-        begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
+        strides, dilations, begin, end = self.conv_attrs.resolve(x.shape[2:], w.shape[2:])
         dt = blas_dtype(x.dtype)
         y = conv_nd(x.astype(dt, copy=False), w.astype(dt, copy=False), None if b is None else b.astype(dt, copy=False),
-                    strides, dilations, begin, end, int(self.attr("group", 1)))
+                    strides, dilations, begin, end, self.conv_attrs.group)
         return y.astype(x.dtype, copy=False)

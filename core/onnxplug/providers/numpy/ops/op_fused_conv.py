@@ -2,14 +2,53 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._conv_util import conv_nd, conv_pads, spatial_attrs
+from onnxplug.providers.numpy.ops._conv_util import ConvAttributes, conv_nd, zeros_operand
 from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation
 from onnxplug.providers.numpy.registry import op
+
+
+class ResidualActivation:
+    """The epilogue of a FusedConv: add the residual ``z`` (already broadcast to the output's shape),
+    then the activation, in place on a unit's output ``view`` = ``y[index]``.
+
+    Relu takes the maximum against an array of zeros: numpy's float maximum against a scalar 0 runs
+    a ~4x slower loop (measured: 16 x 32 x 32 float32, 11 vs 2.7 us).
+    """
+
+    def __init__(self, z: np.ndarray | None, name: str, params: Sequence[float]) -> None:
+        self.z, self.name, self.params = z, name, params
+
+    def __call__(self, view: np.ndarray, index: tuple) -> None:
+        if self.z is not None:
+            view += self.z[index]
+        self._activate(view)
+
+    def copy_out(self, src: np.ndarray, dst: np.ndarray, index: tuple) -> None:
+        """``dst = activation(src + z[index])``: the copy of a result out of scratch done in the
+        same pass as the residual or a Relu."""
+        if self.z is not None:
+            np.add(src, self.z[index], out=dst)
+            self._activate(dst)
+        elif self.name == "Relu":
+            np.maximum(src, zeros_operand(dst.shape, dst.dtype), out=dst)
+        else:
+            np.copyto(dst, src)
+            self._activate(dst)
+
+    def _activate(self, view: np.ndarray) -> None:
+        if self.name == "Relu":
+            np.maximum(view, zeros_operand(view.shape, view.dtype), out=view)
+        elif self.name:
+            result = apply_activation(view, self.name, self.params)
+            if result is not view:
+                view[...] = result
 
 
 @op("FusedConv", domain="com.onnxplug")
@@ -17,25 +56,21 @@ class FusedConv(NumpyKernel):
     """Conv (same attributes as ai.onnx Conv), plus the optional residual Z, then ``activation``
     with ``activation_params``, in place."""
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.conv_attrs = ConvAttributes(self.attr)
+        self.activation = self.attr("activation", "")
+        self.activation_params = list(self.attr("activation_params", []) or [])
+
     def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                 z: np.ndarray | None = None) -> np.ndarray:
-        kernel = list(self.attr("kernel_shape", None) or w.shape[2:])
-        strides, dilations = spatial_attrs(self.attr, kernel)
-        begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
-        name, params = self.attr("activation", ""), self.attr("activation_params", []) or []
+        strides, dilations, begin, end = self.conv_attrs.resolve(x.shape[2:], w.shape[2:])
         if z is not None:
             out_sp = [(x.shape[2 + i] + begin[i] + end[i] - (k - 1) * d - 1) // s + 1
-                      for i, (k, s, d) in enumerate(zip(kernel, strides, dilations))]
+                      for i, (k, s, d) in enumerate(zip(w.shape[2:], strides, dilations))]
             z = np.broadcast_to(z, (x.shape[0], w.shape[0], *out_sp))
-
-        def epilogue(view: np.ndarray, index: tuple) -> None:
-            if z is not None:
-                view += z[index]
-            result = apply_activation(view, name, params)
-            if result is not view:
-                view[...] = result
-
-        return conv_nd(x, w, b, strides, dilations, begin, end, int(self.attr("group", 1)), epilogue)
+        epilogue = ResidualActivation(z, self.activation, self.activation_params)
+        return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:

@@ -1,0 +1,343 @@
+"""Small stride-1 2-D convolutions of the numpy provider (``_conv_util._conv_padded_rows``: im2col
+over padded-width rows, bias as a weight column, scratch kept per thread and shape) and the FusedConv
+epilogue (residual, activations, Relu against an array of zeros), against onnxruntime.
+
+Each case also checks, with a spy, whether the padded-rows path ran, so the fallbacks (strides,
+wide padded rows, large products, cropping pads, other dtypes, the switch) are tested as such.
+Expected values come from onnxruntime only (onnx.reference where onnxruntime lacks the dtype)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import onnxplug
+from onnxplug.providers.numpy import blas
+from onnxplug.providers.numpy.ops import _conv_util
+from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same, kernels_only
+
+RNG = np.random.default_rng(77)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return np.asarray(RNG.standard_normal(shape), dtype=np.float32)
+
+
+@pytest.fixture
+def padded_rows_calls(monkeypatch) -> list[tuple]:
+    """Records the (x shape, group) of every call to the padded-rows path."""
+    calls: list[tuple] = []
+    real = _conv_util._conv_padded_rows
+
+    def spy(x, w, b, dilations, begin, end, group, epilogue):
+        calls.append((x.shape, group))
+        return real(x, w, b, dilations, begin, end, group, epilogue)
+
+    monkeypatch.setattr(_conv_util, "_conv_padded_rows", spy)
+    return calls
+
+
+# (name, x shape, w shape, Conv attributes): all go to the padded-rows path
+ROWS_CASES = [
+    ("3x3 pads 1", (1, 3, 32, 32), (16, 3, 3, 3), dict(pads=[1, 1, 1, 1])),
+    ("3x3 pads 1 batch 3", (3, 16, 20, 18), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1])),
+    ("3x3 valid", (2, 5, 17, 19), (7, 5, 3, 3), {}),
+    ("uneven pads", (1, 4, 15, 21), (6, 4, 3, 3), dict(pads=[0, 2, 1, 0])),
+    ("pads on one side", (1, 4, 14, 20), (5, 4, 3, 3), dict(pads=[2, 0, 0, 2])),
+    ("5x5 pads 2", (2, 3, 24, 24), (4, 3, 5, 5), dict(pads=[2, 2, 2, 2])),
+    ("4x2 even kernel", (1, 3, 16, 24), (5, 3, 4, 2), dict(pads=[1, 0, 2, 1])),
+    ("1x3 kernel", (1, 6, 9, 30), (4, 6, 1, 3), dict(pads=[0, 1, 0, 1])),
+    ("3x1 kernel", (1, 6, 30, 12), (4, 6, 3, 1), dict(pads=[1, 0, 1, 0])),
+    ("dilation 2", (1, 4, 26, 30), (6, 4, 3, 3), dict(dilations=[2, 2], pads=[2, 2, 2, 2])),
+    ("dilation 3x1", (2, 3, 25, 20), (4, 3, 3, 3), dict(dilations=[3, 1], pads=[3, 1, 3, 1])),
+    ("groups 2", (2, 8, 18, 20), (6, 4, 3, 3), dict(group=2, pads=[1, 1, 1, 1])),
+    ("groups 4, 2 channels each", (1, 8, 16, 24), (12, 2, 3, 3), dict(group=4, pads=[1, 1, 1, 1])),
+    ("same upper", (1, 4, 16, 22), (3, 4, 4, 4), dict(auto_pad="SAME_UPPER")),
+    ("same lower", (1, 4, 16, 22), (3, 4, 4, 4), dict(auto_pad="SAME_LOWER")),
+    ("one output row", (1, 3, 3, 40), (2, 3, 3, 3), dict(pads=[0, 1, 0, 1])),
+    ("one output channel", (2, 5, 12, 16), (1, 5, 3, 3), dict(pads=[1, 1, 1, 1])),
+]
+
+
+@pytest.mark.parametrize("name,xs,ws,attrs", ROWS_CASES, ids=[c[0] for c in ROWS_CASES])
+@pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
+def test_padded_rows_conv_matches_onnxruntime(padded_rows_calls, name, xs, ws, attrs, bias):
+    feeds = {"x": f32(*xs), "w": f32(*ws)}
+    if bias:
+        feeds["b"] = f32(ws[0])
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+    assert padded_rows_calls, "the padded-rows path did not run"
+
+
+def test_float64_conv_uses_padded_rows(padded_rows_calls):
+    feeds = {"x": f32(2, 4, 12, 16).astype(np.float64), "w": f32(6, 4, 3, 3).astype(np.float64),
+             "b": f32(6).astype(np.float64)}
+    assert_matches_oracle("Conv", feeds, oracle="ref", rtol=1e-10, atol=1e-10, opset=17, pads=[1, 1, 1, 1])
+    assert padded_rows_calls
+
+
+# (name, x shape, w shape, Conv attributes, setup): none of these go to the padded-rows path
+FALLBACK_CASES = [
+    ("stride 2", (1, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]), None),
+    ("stride 1x2", (1, 4, 20, 20), (6, 4, 3, 3), dict(strides=[1, 2], pads=[1, 1, 1, 1]), None),
+    ("padded row much wider than output", (1, 8, 7, 7), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]), None),
+    ("1x1 kernel", (1, 8, 10, 10), (4, 8, 1, 1), {}, None),
+    ("1-D", (2, 4, 30), (5, 4, 3), dict(pads=[1, 1]), None),
+    ("3-D", (1, 3, 6, 8, 8), (4, 3, 3, 3, 3), dict(pads=[1] * 6), None),
+    ("depthwise", (1, 6, 16, 16), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1]), None),
+    ("product large enough to split", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
+     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
+    ("switched off", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
+     lambda mp: mp.setattr(_conv_util, "PADDED_ROWS", False)),
+]
+
+
+@pytest.mark.parametrize("name,xs,ws,attrs,setup", FALLBACK_CASES, ids=[c[0] for c in FALLBACK_CASES])
+def test_other_convolutions_fall_back_and_match(monkeypatch, padded_rows_calls, name, xs, ws, attrs, setup):
+    if setup is not None:
+        setup(monkeypatch)
+    feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+    assert not padded_rows_calls
+
+
+def test_cropping_pads_fall_back():
+    """Negative pads (a crop; onnxruntime rejects them) are left to the strided-window path."""
+    x, w = f32(1, 3, 10, 10), f32(4, 3, 3, 3)
+    assert not _conv_util._padded_rows_fit(x, w, None, (1, 1), (1, 1), (-1, 0), (1, 1))
+    assert _conv_util._padded_rows_fit(x, w, None, (1, 1), (1, 1), (0, 0), (1, 1))
+
+
+def test_mixed_dtypes_fall_back():
+    x, w = f32(1, 3, 10, 10), f32(4, 3, 3, 3)
+    assert not _conv_util._padded_rows_fit(x, w.astype(np.float64), None, (1, 1), (1, 1), (1, 1), (1, 1))
+    assert not _conv_util._padded_rows_fit(x.astype(np.float16), w.astype(np.float16), None,
+                                           (1, 1), (1, 1), (1, 1), (1, 1))
+
+
+def _session(model: onnx.ModelProto) -> onnxplug.InferenceSession:
+    return onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+
+
+def _ort(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
+    return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _conv_model(x_shape, w, b, pads) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=pads)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+def test_kept_scratch_serves_new_inputs_and_other_shapes(padded_rows_calls):
+    """Scratch is kept per shape between calls: later inputs of a shape, calls of other shapes in
+    between, and a batch size change give onnxruntime's results (no stale image or padding)."""
+    w, b = f32(8, 4, 3, 3), f32(8)
+    model = _conv_model(["n", 4, "h", "w"], w, b, [1, 1, 1, 1])
+    ours, oracle = _session(model), _ort(model)
+    for shape in [(1, 4, 16, 16), (1, 4, 16, 16), (2, 4, 12, 20), (1, 4, 16, 16), (2, 4, 12, 20), (3, 4, 16, 16)]:
+        x = f32(*shape) * 10
+        assert_same(ours.run(None, {"x": x})[0], oracle.run(None, {"x": x})[0], 1e-4, 1e-4, str(shape))
+    assert len(padded_rows_calls) == 6
+
+
+def test_poisoned_kept_scratch_never_reaches_outputs(monkeypatch, padded_rows_calls):
+    """Everything in the kept scratch that a call writes (image interior, columns but the ones row,
+    product) is filled with NaN before each call: outputs still match, so no call reads a previous
+    call's values; only the zero borders and the ones row are relied on."""
+    real = _conv_util._rows_scratch
+
+    def poisoned(*args):
+        scratch = real(*args)
+        scratch.interior.fill(np.nan)
+        scratch.taps.fill(np.nan)
+        scratch.product.fill(np.nan)
+        return scratch
+
+    monkeypatch.setattr(_conv_util, "_rows_scratch", poisoned)
+    for bias in (False, True):
+        for _ in range(2):
+            feeds = {"x": f32(2, 6, 14, 18), "w": f32(4, 3, 3, 3)}
+            if bias:
+                feeds["b"] = f32(4)
+            assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=2, pads=[1, 2, 0, 1])
+    assert len(padded_rows_calls) == 4
+
+
+def test_non_finite_inputs_stay_in_their_own_outputs(padded_rows_calls):
+    """The product also computes the padded rows' extra columns from reads that wrap into the next
+    row: an inf or NaN at a row's end must reach only the outputs onnxruntime puts it in."""
+    x = f32(1, 4, 10, 12)
+    x[0, 0, 3, -1] = np.inf
+    x[0, 1, 5, 0] = -np.inf
+    x[0, 2, 7, -1] = np.nan
+    feeds = {"x": x, "w": np.abs(f32(5, 4, 3, 3)) + 0.1, "b": f32(5)}
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 1, 1, 1])
+    assert padded_rows_calls
+
+
+def test_threads_share_a_kernel_with_their_own_scratch(padded_rows_calls):
+    """One session run from four threads at once on different inputs of one shape: each thread's
+    result matches onnxruntime (scratch is per thread)."""
+    w, b = f32(16, 16, 3, 3), f32(16)
+    model = _conv_model(["n", 16, 32, 32], w, b, [1, 1, 1, 1])
+    ours, oracle = _session(model), _ort(model)
+    inputs = [f32(2, 16, 32, 32) for _ in range(4)]
+    expected = [oracle.run(None, {"x": x})[0] for x in inputs]
+    failures: list[str] = []
+
+    def work(i: int) -> None:
+        for _ in range(20):
+            got = ours.run(None, {"x": inputs[i]})[0]
+            if not np.allclose(got, expected[i], rtol=1e-4, atol=1e-4):
+                failures.append(f"thread {i}")
+                return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert len(padded_rows_calls) == 80
+
+
+# --- FusedConv: residual and activation, on the padded-rows path and the others ---------------
+
+ACTIVATIONS = [("Relu", [], "Relu", {}), ("", [], None, {}), ("LeakyRelu", [0.2], "LeakyRelu", {"alpha": 0.2}),
+               ("Sigmoid", [], "Sigmoid", {}), ("Tanh", [], "Tanh", {}),
+               ("HardSigmoid", [0.3, 0.4], "HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+               ("Clip", [-0.5, 0.7], "Clip", {})]
+
+
+def _fused_models(xs, ws, residual, bias, activation, params, onnx_op, onnx_attrs, conv_attrs):
+    """A FusedConv node (run by onnxplug) and the same computation in ai.onnx ops (run by onnxruntime)."""
+    m = ws[0]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs),
+              helper.make_tensor_value_info("w", TensorProto.FLOAT, ws)]
+    names = ["x", "w", "b" if bias else ""]
+    if bias:
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, [m]))
+    if residual:
+        inputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+        names.append("z")
+    while names[-1] == "":
+        names.pop()
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    fused = helper.make_node("FusedConv", names, ["y"], domain="com.onnxplug", activation=activation,
+                             **conv_attrs)
+    if params:
+        fused.attribute.append(helper.make_attribute("activation_params", params))
+    ours = helper.make_model(helper.make_graph([fused], "fused", inputs, out),
+                             opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.onnxplug", 1)],
+                             ir_version=10)
+    nodes = [helper.make_node("Conv", names[:3] if bias else names[:2], ["c"], **conv_attrs)]
+    last = "c"
+    if residual:
+        nodes.append(helper.make_node("Add", ["c", "z"], ["s"]))
+        last = "s"
+    extra_inputs = []
+    if onnx_op == "Clip":
+        extra_inputs = ["lo", "hi"]
+    if onnx_op is not None:
+        nodes.append(helper.make_node(onnx_op, [last, *extra_inputs], ["y"], **onnx_attrs))
+    else:
+        nodes.append(helper.make_node("Identity", [last], ["y"]))
+    inits = []
+    if onnx_op == "Clip":
+        inits = [onnx.numpy_helper.from_array(np.array(params[0], np.float32), "lo"),
+                 onnx.numpy_helper.from_array(np.array(params[1], np.float32), "hi")]
+    oracle = helper.make_model(helper.make_graph(nodes, "plain", inputs, out, inits),
+                               opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    return ours, oracle
+
+
+FUSED_GEOMETRIES = [
+    ("padded rows", (2, 6, 16, 20), (8, 6, 3, 3), dict(pads=[1, 1, 1, 1]), True),
+    ("padded rows grouped dilated", (1, 6, 18, 20), (4, 3, 3, 3), dict(group=2, dilations=[2, 2], pads=[2, 2, 2, 2]),
+     True),
+    ("strided window", (2, 6, 16, 20), (8, 6, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]), False),
+    ("1x1", (2, 6, 10, 10), (8, 6, 1, 1), {}, False),
+    ("depthwise", (1, 6, 12, 12), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1]), False),
+]
+
+
+@pytest.mark.parametrize("activation,params,onnx_op,onnx_attrs", ACTIVATIONS, ids=[a[0] or "none" for a in ACTIVATIONS])
+@pytest.mark.parametrize("residual", [False, True], ids=["no residual", "residual"])
+@pytest.mark.parametrize("geometry", FUSED_GEOMETRIES, ids=[g[0] for g in FUSED_GEOMETRIES])
+def test_fused_conv_matches_onnxruntime(padded_rows_calls, activation, params, onnx_op, onnx_attrs, residual,
+                                        geometry):
+    _, xs, ws, conv_attrs, rows = geometry
+    ours_model, oracle_model = _fused_models(xs, ws, residual, True, activation, params, onnx_op, onnx_attrs,
+                                             conv_attrs)
+    feeds = {"x": f32(*xs) * 2, "w": f32(*ws), "b": f32(ws[0])}
+    expected_shape = _ort(oracle_model).run(None, {**feeds, "z": np.zeros(1, np.float32)} if residual else feeds)[0].shape
+    if residual:
+        feeds["z"] = f32(*expected_shape)
+    expected = _ort(oracle_model).run(None, feeds)[0]
+    got = _session(ours_model).run(None, feeds)[0]
+    assert_same(got, expected, 1e-4, 1e-5, f"FusedConv {activation}")
+    assert bool(padded_rows_calls) == rows
+
+
+def test_fused_conv_without_bias_on_padded_rows(padded_rows_calls):
+    ours_model, oracle_model = _fused_models((1, 4, 12, 16), (6, 4, 3, 3), True, False, "Relu", [], "Relu", {},
+                                             dict(pads=[1, 1, 1, 1]))
+    feeds = {"x": f32(1, 4, 12, 16), "w": f32(6, 4, 3, 3), "z": f32(1, 6, 12, 16)}
+    assert_same(_session(ours_model).run(None, feeds)[0], _ort(oracle_model).run(None, feeds)[0], 1e-4, 1e-5)
+    assert padded_rows_calls
+
+
+def test_relu_keeps_nan_and_gives_zero_for_negatives():
+    """The Relu against an array of zeros: NaN stays NaN (as onnxruntime's Relu), -inf and -0.0
+    become zeros, on a non-contiguous view too."""
+    from onnxplug.providers.numpy.ops.op_fused_conv import ResidualActivation
+
+    y = np.array([[1.5, -2.0, np.nan, -np.inf, np.inf, -0.0, 0.0, 3.0]] * 3, np.float32)
+    expected = _ort(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), opset_imports=[helper.make_opsetid("", 17)],
+        ir_version=10)).run(None, {"x": y})[0]
+    full = y.copy()
+    ResidualActivation(None, "Relu", [])(full, (slice(None),))
+    np.testing.assert_array_equal(full, expected)
+    band = y.copy()
+    ResidualActivation(None, "Relu", [])(band[:, 2:6], (slice(None),))
+    np.testing.assert_array_equal(band[:, 2:6], expected[:, 2:6])
+    np.testing.assert_array_equal(band[:, :2], y[:, :2])
+    out = np.empty_like(y)
+    ResidualActivation(None, "Relu", []).copy_out(y, out, (slice(None),))
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_zeros_operand_is_read_only_zeros_of_any_size():
+    small = _conv_util.zeros_operand((2, 3), np.dtype(np.float32))
+    big = _conv_util.zeros_operand((70, 100), np.dtype(np.float32))
+    assert small.shape == (2, 3) and big.shape == (70, 100) and big.dtype == np.float32
+    assert not big.any() and not small.any() and big.flags.c_contiguous
+    with pytest.raises(ValueError):
+        big[0, 0] = 1
+
+
+def test_conv_attributes_are_resolved_per_input_shape():
+    """SAME padding depends on the input size: a session fed two sizes gets onnxruntime's result
+    for each, including after the first size comes back."""
+    w, b = f32(4, 3, 4, 4), f32(4)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    ours, oracle = _session(model), _ort(model)
+    for shape in [(1, 3, 11, 13), (2, 3, 16, 9), (1, 3, 11, 13)]:
+        x = f32(*shape)
+        assert_same(ours.run(None, {"x": x})[0], oracle.run(None, {"x": x})[0], 1e-4, 1e-4, str(shape))
