@@ -74,6 +74,10 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
     column bands of the result; ``bias`` (a vector over the last axis) is added to each band by
     the thread that computed it. ``native=False`` keeps a product off the prange path (for a
     caller whose next step runs on the pool, which the prange workers' spinning would slow)."""
+    if a.ndim > 2 and b.ndim == 2 and 0 < a.size * b.shape[1] < NATIVE_MIN_MACS and a.flags.c_contiguous:
+        # (..., M, K) @ (K, N) is one (rows, K) product: one BLAS call instead of one per matrix
+        lead = a.shape[:-1]
+        return matmul(a.reshape(-1, a.shape[-1]), b, threads, bias).reshape(*lead, b.shape[1])
     if a.ndim == 2 and b.ndim == 2:
         macs = a.size * b.shape[1]
         if macs < NATIVE_MIN_MACS:

@@ -104,6 +104,14 @@ class Reduce(NumbaKernel):
 
             return rows_shared
 
+        if outer < 2 * row_grain(count * inner) or not threads.parallel:
+            def middle_here(x: np.ndarray) -> np.ndarray:  # too small to share: no closure, no pool
+                out = np.empty((outer, inner), dtype=x.dtype)
+                kreduce.reduce_middle(arrange(x).reshape(outer, count, inner), kind, out)
+                return out.reshape(out_shape)
+
+            return middle_here
+
         def middle(x: np.ndarray) -> np.ndarray:
             out = np.empty((outer, inner), dtype=x.dtype)
             x3 = arrange(x).reshape(outer, count, inner)
