@@ -1,6 +1,7 @@
 """Small stride-1 2-D convolutions of the numpy provider (``_conv_util._conv_padded_rows``: im2col
-over padded-width rows, bias as a weight column, scratch kept per thread and shape) and the FusedConv
-epilogue (residual, activations, Relu against an array of zeros), against onnxruntime.
+over padded-width rows, bias as a weight column, scratch kept per thread and shape), the
+strided-window im2col with the bias as a weight column, and the FusedConv epilogue (residual,
+activations, Relu against an array of zeros), against onnxruntime.
 
 Each case also checks, with a spy, whether the padded-rows path ran, so the fallbacks (strides,
 wide padded rows, large products, cropping pads, other dtypes, the switch) are tested as such.
@@ -85,6 +86,9 @@ def test_float64_conv_uses_padded_rows(padded_rows_calls):
 FALLBACK_CASES = [
     ("stride 2", (1, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]), None),
     ("stride 1x2", (1, 4, 20, 20), (6, 4, 3, 3), dict(strides=[1, 2], pads=[1, 1, 1, 1]), None),
+    ("stride 2 groups 2", (2, 6, 17, 15), (8, 3, 3, 3), dict(strides=[2, 2], group=2, pads=[1, 0, 1, 2]), None),
+    ("stride 2 dilation 2", (1, 4, 21, 19), (6, 4, 3, 3), dict(strides=[2, 2], dilations=[2, 2], pads=[2, 2, 2, 2]),
+     None),
     ("padded row much wider than output", (1, 8, 7, 7), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]), None),
     ("1x1 kernel", (1, 8, 10, 10), (4, 8, 1, 1), {}, None),
     ("1-D", (2, 4, 30), (5, 4, 3), dict(pads=[1, 1]), None),
@@ -92,8 +96,14 @@ FALLBACK_CASES = [
     ("depthwise", (1, 6, 16, 16), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1]), None),
     ("product large enough to split", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
      lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
+    ("product split in bands, groups 2", (1, 8, 20, 20), (6, 4, 3, 3), dict(group=2, pads=[1, 1, 1, 1]),
+     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
+    ("product split by image, stride 2", (3, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]),
+     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
     ("switched off", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
      lambda mp: mp.setattr(_conv_util, "PADDED_ROWS", False)),
+    ("switched off, bias added after the product", (2, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
+     lambda mp: (mp.setattr(_conv_util, "PADDED_ROWS", False), mp.setattr(_conv_util, "IM2COL_BIAS_ROW", False))),
 ]
 
 

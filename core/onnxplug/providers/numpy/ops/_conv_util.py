@@ -99,6 +99,39 @@ class ConvAttributes:
         return found
 
 
+def constant_inputs(node, context, indices: Sequence[int]) -> bool:
+    """Whether the node's inputs at ``indices`` are all given and constant initializers of the
+    session (feeds cannot override them, so their arrays are the same every run)."""
+    names = node.inputs
+    return all(i < len(names) and names[i] and names[i] in context.constants for i in indices)
+
+
+class BiasedWeights:
+    """A conv kernel's weights with its bias as one more column, (group, M / group, taps + 1), for
+    the products that add the bias against a row of ones in the columns. Kept across calls when
+    the kernel's W and B are constant initializers (a session passes the same arrays every run):
+    rebuilding costs a copy of the weights, ~2 us for small ones, ~1 ms for ResNet-18's last."""
+
+    def __init__(self, constant: bool) -> None:
+        self.constant = constant
+        self._kept: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None = None
+
+    def holds(self, w: np.ndarray, b: np.ndarray, group: int) -> bool:
+        """Whether ``get(w, b, group)`` is kept (no copy)."""
+        kept = self._kept
+        return kept is not None and kept[0] is w and kept[1] is b and kept[2] == group
+
+    def get(self, w: np.ndarray, b: np.ndarray, group: int) -> np.ndarray:
+        """The weights (group, M / group, taps + 1) with ``b`` as their last column."""
+        if self.holds(w, b, group):
+            return self._kept[3]  # type: ignore[index]
+        m = w.shape[0]
+        wm = np.concatenate((w.reshape(group, m // group, -1), b.reshape(group, m // group, 1)), axis=2)
+        if self.constant:
+            self._kept = (w, b, group, wm)  # one assignment: threads see the old or the new entry
+        return wm
+
+
 def pad_spatial(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) -> np.ndarray:
     """``x`` with its trailing spatial axes padded by ``value`` (negative pads crop); no copy if no pads."""
     if not any(begin) and not any(end):
@@ -151,13 +184,14 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilati
 
 def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
             dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int,
-            epilogue: Epilogue | None = None) -> np.ndarray:
+            epilogue: Epilogue | None = None, weights: BiasedWeights | None = None) -> np.ndarray:
     """N-D convolution (ONNX Conv semantics) of float arrays; keeps the input dtype.
 
     ``epilogue(view, index)`` runs in place on the biased output. Where the work goes in units (an
     image, a band of rows, a block of channels), bias and epilogue run on each unit's output right
     after it is computed, while it is still in cache. An epilogue with a ``copy_out(src, dst, index)``
     method is given the chance to write ``dst`` from a result in scratch in the same pass.
+    ``weights`` keeps the kernel's weights with the bias column across calls (see BiasedWeights).
     """
     n, c = x.shape[:2]
     m = w.shape[0]
@@ -169,12 +203,12 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
     if _padded_rows_fit(x, w, b, strides, dilations, begin, end):
-        return _conv_padded_rows(x, w, b, dilations, begin, end, group, epilogue)
-    finish = _finisher(b, epilogue, len(kernel))
+        wm = None if b is None else (weights or BiasedWeights(False)).get(w, b, group)
+        return _conv_padded_rows(x, w, wm, dilations, begin, end, group, epilogue)
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
-        return _conv_1x1(xp, w, strides, group, finish)
-    return _conv_im2col(xp, w, kernel, strides, dilations, group, finish)
+        return _conv_1x1(xp, w, strides, group, _finisher(b, epilogue, len(kernel)))
+    return _conv_im2col(xp, w, b, kernel, strides, dilations, group, epilogue, weights)
 
 
 #: Adds the bias to, then runs the epilogue on, ``view`` = ``y[index]`` of the (N, M, *out) output.
@@ -195,35 +229,64 @@ def _finisher(b: np.ndarray | None, epilogue: Epilogue | None, nd: int) -> Finis
     return finish
 
 
-def _conv_im2col(xp: np.ndarray, w: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
-                 dilations: Sequence[int], group: int, finish: Finish | None) -> np.ndarray:
-    """im2col + one matmul per group. Large convolutions go in units of one image (or a band of
-    output rows, when there are fewer images than threads) on each product thread, so the column
-    copy runs in parallel too and its buffer stays small."""
+#: im2col convolutions with a bias put it in the product: one more weight column against a row of
+#: ones in the columns, instead of a pass adding a broadcast column (numpy's add against a
+#: broadcast operand runs ~2.5x slower than against a full one). False for A/B measurements.
+IM2COL_BIAS_ROW = True
+
+
+def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Sequence[int],
+                 strides: Sequence[int], dilations: Sequence[int], group: int,
+                 epilogue: Epilogue | None, weights: BiasedWeights | None) -> np.ndarray:
+    """im2col + one matmul per group. The bias is added by the matmul, as one more weight column
+    against a row of ones, when the weights with it are kept or cost no more to build than a
+    bias pass over the output. Large convolutions go in units of one image (or a band of output
+    rows, when there are fewer images than threads) on each product thread, so the column copy
+    runs in parallel too and its buffer stays small."""
     n, m, nd = xp.shape[0], w.shape[0], len(kernel)
-    wm = w.reshape(group, m // group, -1)
+    mg, cg = m // group, w.shape[1]
+    taps = cg * int(math.prod(kernel))
     win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
     out_sp = win.shape[2:2 + nd]
-    y = np.empty((n, group, m // group, int(math.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
+    weights = weights or BiasedWeights(False)
+    if b is not None and IM2COL_BIAS_ROW and (weights.holds(w, b, group) or w.size <= n * m * math.prod(out_sp)):
+        wm = weights.get(w, b, group)
+        finish = _finisher(None, epilogue, nd)
+    else:
+        wm = w.reshape(group, mg, taps)
+        finish = _finisher(b, epilogue, nd)
+        b = None
+    y = np.empty((n, group, mg, int(math.prod(out_sp))), dtype=np.result_type(xp.dtype, w.dtype))
     shaped = y.reshape((n, m) + tuple(out_sp))
     perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
     inner = int(math.prod(out_sp[1:]))
     bands = min(max(1, -(-PRODUCT_THREADS.threads // n)), out_sp[0]) if out_sp[0] else 1
     rows = -(-out_sp[0] // bands) if out_sp[0] else 0
 
+    def columns(src: np.ndarray) -> np.ndarray:
+        """Windows (n', C, *kernel, *out) as columns (n', G, taps [+ 1 row of ones], positions)."""
+        count, positions = src.shape[0], int(math.prod(src.shape[2 + nd:]))
+        if b is None:
+            return np.ascontiguousarray(src).reshape(count, group, taps, positions)
+        cols = np.empty((count, group, taps + 1, positions), y.dtype)
+        cols[:, :, taps] = 1
+        dst = cols[:, :, :taps]
+        dst.shape = (count, group, cg) + src.shape[2:]  # a view (raises rather than copy)
+        np.copyto(dst, src.reshape((count, group, cg) + src.shape[2:]))
+        return cols
+
     def unit(u: int) -> None:
         i, band = divmod(u, bands)
         r0, r1 = band * rows, min(band * rows + rows, out_sp[0])
         if r0 < r1:
-            cols = np.ascontiguousarray(win[i:i + 1, :, r0:r1].transpose(perm))
-            np.matmul(wm, cols.reshape(group, wm.shape[-1], -1), out=y[i, :, :, r0 * inner:r1 * inner])
+            cols = columns(win[i:i + 1, :, r0:r1].transpose(perm))
+            np.matmul(wm, cols[0], out=y[i, :, :, r0 * inner:r1 * inner])
             if finish is not None:
                 index = (i, slice(None), slice(r0, r1))
                 finish(shaped[index], index)
 
-    if not parallel_for(n * bands, unit, y.size * wm.shape[-1]):
-        cols = np.ascontiguousarray(win.transpose(perm))
-        matmul(wm, cols.reshape(n, group, wm.shape[-1], -1), out=y)
+    if not parallel_for(n * bands, unit, y.size * taps):
+        matmul(wm, columns(win.transpose(perm)), out=y)
         if finish is not None:
             finish(shaped, (slice(None),))
     return shaped
@@ -316,7 +379,7 @@ def _rows_scratch(x: np.ndarray, w: np.ndarray, dilations: Sequence[int], begin:
     return scratch
 
 
-def _conv_padded_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, dilations: Sequence[int],
+def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, dilations: Sequence[int],
                       begin: Sequence[int], end: Sequence[int], group: int,
                       epilogue: Epilogue | None) -> np.ndarray:
     """A stride-1 2-D convolution as im2col over padded-width rows, then one (batched) matmul.
@@ -325,22 +388,19 @@ def _conv_padded_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, dilati
     one contiguous run of the flat padded plane, from ``kh * dh * wp + kw * dw``, so the im2col
     copy moves long runs (the strided-window one moves runs of one output row: 2-3x slower on
     32x32 images), and the product's extra ``wp - ow`` columns of each row are dropped when the
-    result is copied out. The bias is one more weight column against a row of ones, added by the
-    product. Scratch (padded images with zero borders, columns, product) is kept per thread and
+    result is copied out. A bias comes as ``biased``, the weights with it as one more column
+    (BiasedWeights), against a row of ones in the columns: the product adds it. Scratch (padded images with zero borders, columns, product) is kept per thread and
     shape, so a call writes the image interior, copies the windows, multiplies and copies out.
+
+    All on the calling thread: splitting the images of a batch-8 16->16 3x3 conv on 32x32 across
+    the two product threads was 10-35% slower (the hand-off, and the copies competing).
     """
     n, c, h, wd = x.shape
     m, cg, kh, kw = w.shape
-    scratch = _rows_scratch(x, w, dilations, begin, end, group, b is not None)
+    wm = w.reshape(group, m // group, cg * kh * kw) if biased is None else biased
+    scratch = _rows_scratch(x, w, dilations, begin, end, group, biased is not None)
     np.copyto(scratch.interior, x)
     np.copyto(scratch.taps, scratch.windows)
-    taps = cg * kh * kw
-    if b is None:
-        wm = w.reshape(group, m // group, taps)
-    else:
-        wm = np.empty((group, m // group, taps + 1), w.dtype)
-        wm[:, :, :taps] = w.reshape(group, m // group, taps)
-        wm[:, :, taps] = b.reshape(group, m // group)
     np.matmul(wm, scratch.columns, out=scratch.product)
     wp = wd + begin[1] + end[1]
     oh, ow = scratch.product.shape[-1] // wp, wp - (kw - 1) * dilations[1]

@@ -9,7 +9,7 @@ import numpy as np
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._conv_util import ConvAttributes, conv_nd, zeros_operand
+from onnxplug.providers.numpy.ops._conv_util import BiasedWeights, ConvAttributes, conv_nd, constant_inputs, zeros_operand
 from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation
 from onnxplug.providers.numpy.registry import op
 
@@ -59,6 +59,7 @@ class FusedConv(NumpyKernel):
     def __init__(self, node, context) -> None:
         super().__init__(node, context)
         self.conv_attrs = ConvAttributes(self.attr)
+        self.weights = BiasedWeights(constant_inputs(node, context, (1, 2)))
         self.activation = self.attr("activation", "")
         self.activation_params = list(self.attr("activation_params", []) or [])
 
@@ -70,7 +71,7 @@ class FusedConv(NumpyKernel):
                       for i, (k, s, d) in enumerate(zip(w.shape[2:], strides, dilations))]
             z = np.broadcast_to(z, (x.shape[0], w.shape[0], *out_sp))
         epilogue = ResidualActivation(z, self.activation, self.activation_params)
-        return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue)
+        return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue, self.weights)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
