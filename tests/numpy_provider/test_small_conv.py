@@ -35,9 +35,9 @@ def padded_rows_calls(monkeypatch) -> list[tuple]:
     calls: list[tuple] = []
     real = _conv_util._conv_padded_rows
 
-    def spy(x, w, b, dilations, begin, end, group, epilogue):
+    def spy(x, w, biased, scratch, group, epilogue):
         calls.append((x.shape, group))
-        return real(x, w, b, dilations, begin, end, group, epilogue)
+        return real(x, w, biased, scratch, group, epilogue)
 
     monkeypatch.setattr(_conv_util, "_conv_padded_rows", spy)
     return calls
@@ -163,16 +163,17 @@ def test_poisoned_kept_scratch_never_reaches_outputs(monkeypatch, padded_rows_ca
     """Everything in the kept scratch that a call writes (image interior, columns but the ones row,
     product) is filled with NaN before each call: outputs still match, so no call reads a previous
     call's values; only the zero borders and the ones row are relied on."""
-    real = _conv_util._rows_scratch
+    real = _conv_util._padded_rows_scratch
 
     def poisoned(*args):
         scratch = real(*args)
-        scratch.interior.fill(np.nan)
-        scratch.taps.fill(np.nan)
-        scratch.product.fill(np.nan)
+        if scratch is not None:
+            scratch.interior.fill(np.nan)
+            scratch.taps.fill(np.nan)
+            scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_conv_util, "_rows_scratch", poisoned)
+    monkeypatch.setattr(_conv_util, "_padded_rows_scratch", poisoned)
     for bias in (False, True):
         for _ in range(2):
             feeds = {"x": f32(2, 6, 14, 18), "w": f32(4, 3, 3, 3)}
@@ -351,3 +352,49 @@ def test_conv_attributes_are_resolved_per_input_shape():
     for shape in [(1, 3, 11, 13), (2, 3, 16, 9), (1, 3, 11, 13)]:
         x = f32(*shape)
         assert_same(ours.run(None, {"x": x})[0], oracle.run(None, {"x": x})[0], 1e-4, 1e-4, str(shape))
+
+
+# --- weights with the bias column, kept for constant initializers -------------------------------
+
+def test_biased_weights_are_the_weights_and_bias_side_by_side_and_kept_only_when_constant():
+    w, b = f32(6, 2, 3, 3), f32(6)
+    expected = np.stack([np.hstack([w[g * 3:g * 3 + 3].reshape(3, 18), b[g * 3:g * 3 + 3, None]]) for g in range(2)])
+    kept = _conv_util.BiasedWeights(constant=True)
+    first = kept.get(w, b, 2)
+    np.testing.assert_array_equal(first, expected)
+    assert kept.holds(w, b, 2) and kept.get(w, b, 2) is first
+    assert not kept.holds(w.copy(), b, 2) and not kept.holds(w, b, 1)
+    np.testing.assert_array_equal(kept.get(w, b, 1), np.hstack([w.reshape(6, 18), b[:, None]])[None])
+    rebuilt = _conv_util.BiasedWeights(constant=False)
+    assert rebuilt.get(w, b, 2) is not rebuilt.get(w, b, 2) and not rebuilt.holds(w, b, 2)
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 12, 16), (1, 4, 12, 12)], ids=["padded rows", "strided window"])
+def test_weights_fed_as_inputs_are_read_every_run(shape):
+    """W and B fed by the caller (not constants) may change between runs, even in place in the same
+    array: every run uses the values given (the weights with the bias column are not kept)."""
+    strides = [1, 1] if shape[3] == 16 else [2, 2]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], strides=strides)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [5, 4, 3, 3]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    ours, oracle = _session(model), _ort(model)
+    x, w, b = f32(*shape), f32(5, 4, 3, 3), f32(5)
+    for _ in range(3):
+        feeds = {"x": x, "w": w, "b": b}
+        assert_same(ours.run(None, feeds)[0], oracle.run(None, feeds)[0], 1e-4, 1e-4)
+        w *= -2.0  # in place: the same array objects next run
+        b += 1.0
+
+
+def test_constant_inputs_are_initializers_feeds_cannot_override():
+    from types import SimpleNamespace
+
+    context = SimpleNamespace(constants={"w": 1, "b": 2})
+    assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "b"]), context, (1, 2))
+    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w"]), context, (1, 2))
+    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", ""]), context, (1, 2))
+    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "fed"]), context, (1, 2))

@@ -54,19 +54,27 @@ def spatial_attrs(node_attr, kernel: Sequence[int]) -> tuple[list[int], list[int
 
 
 _ZEROS: dict[np.dtype, np.ndarray] = {}
+_ZERO_VIEWS: dict[tuple, np.ndarray] = {}
 
 
 def zeros_operand(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A read-only C-contiguous array of zeros of ``shape``, cut from a buffer kept per dtype: an
     operand for ``np.maximum`` that keeps numpy on its fast array-array loop (against a scalar it
-    takes a ~4x slower one)."""
-    size = math.prod(shape)
-    buf = _ZEROS.get(dtype)
-    if buf is None or buf.size < size:
-        buf = np.zeros(max(size, 1 << 12), dtype)
-        buf.flags.writeable = False
-        _ZEROS[dtype] = buf  # a racing thread may replace it: either buffer is all zeros
-    return buf[:size].reshape(shape)
+    takes a ~4x slower one). Views are kept per shape (a look-up is ~10x cheaper than cutting one)."""
+    key = (shape, dtype)
+    view = _ZERO_VIEWS.get(key)
+    if view is None:
+        size = math.prod(shape)
+        buf = _ZEROS.get(dtype)
+        if buf is None or buf.size < size:
+            buf = np.zeros(max(size, 1 << 12), dtype)
+            buf.flags.writeable = False
+            _ZEROS[dtype] = buf  # a racing thread may replace it: either buffer is all zeros
+        view = buf[:size].reshape(shape)
+        if len(_ZERO_VIEWS) >= 256:
+            _ZERO_VIEWS.clear()
+        _ZERO_VIEWS[key] = view
+    return view
 
 
 class ConvAttributes:
@@ -202,9 +210,10 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         raise ValueError(f"Conv: {m} output channels are not divisible by group {group}")
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
-    if _padded_rows_fit(x, w, b, strides, dilations, begin, end):
+    scratch = _padded_rows_scratch(x, w, b, strides, dilations, begin, end, group) if PADDED_ROWS else None
+    if scratch is not None:
         wm = None if b is None else (weights or BiasedWeights(False)).get(w, b, group)
-        return _conv_padded_rows(x, w, wm, dilations, begin, end, group, epilogue)
+        return _conv_padded_rows(x, w, wm, scratch, group, epilogue)
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
         return _conv_1x1(xp, w, strides, group, _finisher(b, epilogue, len(kernel)))
@@ -329,9 +338,9 @@ def _padded_rows_fit(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides
 class _RowsScratch:
     """One shape's scratch for _conv_padded_rows: zero-bordered padded images (borders written once),
     the window view over them, the columns it is copied into (with a row of ones per group under a
-    bias) and the product over padded-width rows."""
+    bias), the product over padded-width rows, and the view of it that is the output."""
 
-    __slots__ = ("interior", "windows", "columns", "taps", "product", "nbytes")
+    __slots__ = ("interior", "windows", "columns", "taps", "product", "result", "nbytes")
 
     def __init__(self, dtype: np.dtype, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
                  dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int,
@@ -340,8 +349,9 @@ class _RowsScratch:
         m, cg, kh, kw = w_shape
         dh, dw = dilations
         hp, wp = h + begin[0] + end[0], wd + begin[1] + end[1]
+        oh, ow = hp - (kh - 1) * dh, wp - (kw - 1) * dw
         plane = hp * wp
-        p = (hp - (kh - 1) * dh) * wp  # output rows at the padded width
+        p = oh * wp  # output rows at the padded width
         taps = cg * kh * kw
         # The last channel's windows read (kw - 1) * dw elements past its plane: only into the
         # dropped columns of the last rows, so zeros there are enough.
@@ -359,29 +369,38 @@ class _RowsScratch:
         self.taps = self.columns[:, :, :taps]
         self.taps.shape = (n, group, cg, kh, kw, p)  # a view (raises rather than copy)
         self.product = np.empty((n, group, m // group, p), dtype)
+        self.result = self.product.reshape(n, m, oh, wp)[:, :, :, :ow]
         self.nbytes = padded.nbytes + self.columns.nbytes + self.product.nbytes
 
 
-def _rows_scratch(x: np.ndarray, w: np.ndarray, dilations: Sequence[int], begin: Sequence[int],
-                  end: Sequence[int], group: int, bias: bool) -> _RowsScratch:
-    """This thread's scratch for the shape, made on first use; small ones are kept."""
+def _padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
+                         dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
+                         group: int) -> _RowsScratch | None:
+    """This thread's scratch for the convolution when _conv_padded_rows takes it, else None.
+
+    Both the scratch (when small) and the refusals are kept per thread and shape, so a repeated
+    call costs one dictionary look-up instead of the fit test and the scratch's views.
+    """
     kept = getattr(_PADDED_ROWS_SCRATCH, "kept", None)
     if kept is None:
         kept = _PADDED_ROWS_SCRATCH.kept = {}
-    key = (x.dtype, x.shape, w.shape, tuple(dilations), tuple(begin), tuple(end), group, bias)
-    scratch = kept.get(key)
-    if scratch is None:
-        scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, bias)
-        if scratch.nbytes <= PADDED_ROWS_KEEP_BYTES:
-            if len(kept) >= _PADDED_ROWS_KEEP_SHAPES:
-                kept.clear()
-            kept[key] = scratch
+    key = (x.dtype, x.shape, w.dtype, w.shape, None if b is None else b.dtype, tuple(strides),
+           tuple(dilations), tuple(begin), tuple(end), group, PADDED_ROWS_MAX_WIDENING, blas.SPLIT_PRODUCT_MACS)
+    scratch = kept.get(key, False)
+    if scratch is False:
+        scratch = None
+        if _padded_rows_fit(x, w, b, strides, dilations, begin, end):
+            scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, b is not None)
+            if scratch.nbytes > PADDED_ROWS_KEEP_BYTES:
+                return scratch
+        if len(kept) >= _PADDED_ROWS_KEEP_SHAPES:
+            kept.clear()
+        kept[key] = scratch
     return scratch
 
 
-def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, dilations: Sequence[int],
-                      begin: Sequence[int], end: Sequence[int], group: int,
-                      epilogue: Epilogue | None) -> np.ndarray:
+def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, scratch: _RowsScratch,
+                      group: int, epilogue: Epilogue | None) -> np.ndarray:
     """A stride-1 2-D convolution as im2col over padded-width rows, then one (batched) matmul.
 
     Output row ``r`` is computed at the padded width ``wp``: then window (kh, kw) of a channel is
@@ -389,31 +408,32 @@ def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, d
     copy moves long runs (the strided-window one moves runs of one output row: 2-3x slower on
     32x32 images), and the product's extra ``wp - ow`` columns of each row are dropped when the
     result is copied out. A bias comes as ``biased``, the weights with it as one more column
-    (BiasedWeights), against a row of ones in the columns: the product adds it. Scratch (padded images with zero borders, columns, product) is kept per thread and
-    shape, so a call writes the image interior, copies the windows, multiplies and copies out.
+    (BiasedWeights), against a row of ones in the columns: the product adds it. ``scratch``
+    (padded images with zero borders, columns, product; see _padded_rows_scratch) is kept per
+    thread and shape, so a call writes the image interior, copies the windows, multiplies and
+    copies out.
 
     All on the calling thread: splitting the images of a batch-8 16->16 3x3 conv on 32x32 across
     the two product threads was 10-35% slower (the hand-off, and the copies competing).
     """
-    n, c, h, wd = x.shape
-    m, cg, kh, kw = w.shape
-    wm = w.reshape(group, m // group, cg * kh * kw) if biased is None else biased
-    scratch = _rows_scratch(x, w, dilations, begin, end, group, biased is not None)
+    m = w.shape[0]
     np.copyto(scratch.interior, x)
     np.copyto(scratch.taps, scratch.windows)
-    np.matmul(wm, scratch.columns, out=scratch.product)
-    wp = wd + begin[1] + end[1]
-    oh, ow = scratch.product.shape[-1] // wp, wp - (kw - 1) * dilations[1]
-    y = np.empty((n, m, oh, ow), x.dtype)
-    result = scratch.product.reshape(n, m, oh, wp)[:, :, :, :ow]
+    np.matmul(w.reshape(group, m // group, -1) if biased is None else biased, scratch.columns,
+              out=scratch.product)
+    result = scratch.result
+    y = np.empty(result.shape, x.dtype)
     copy_out = getattr(epilogue, "copy_out", None)
     if copy_out is not None:  # copy and epilogue in one pass where the epilogue can
-        copy_out(result, y, (slice(None),))
+        copy_out(result, y, _WHOLE)
     else:
         np.copyto(y, result)
         if epilogue is not None:
-            epilogue(y, (slice(None),))
+            epilogue(y, _WHOLE)
     return y
+
+
+_WHOLE = (slice(None),)
 
 
 def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int,
