@@ -398,3 +398,50 @@ def test_constant_inputs_are_initializers_feeds_cannot_override():
     assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w"]), context, (1, 2))
     assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", ""]), context, (1, 2))
     assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "fed"]), context, (1, 2))
+
+
+# --- 1x1 convolutions: the bias in the product under a copy of the input --------------------------
+
+ONE_BY_ONE = [
+    ("expand", (1, 8, 12, 12), (24, 8, 1, 1), {}, None, True),
+    ("expand batch 3 on product threads", (3, 8, 12, 12), (24, 8, 1, 1), {},
+     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000), True),
+    ("strided, more inputs than outputs", (2, 16, 13, 14), (8, 16, 1, 1), dict(strides=[2, 2]), None, True),
+    ("strided on product threads", (3, 16, 13, 14), (8, 16, 1, 1), dict(strides=[2, 1]),
+     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000), True),
+    ("grouped expand", (2, 6, 9, 11), (12, 2, 1, 1), dict(group=3), None, True),
+    ("padded", (1, 4, 6, 7), (8, 4, 1, 1), dict(pads=[1, 0, 2, 1]), None, True),
+    ("projection: bias added after", (2, 24, 10, 10), (8, 24, 1, 1), {}, None, False),
+    ("switched off", (1, 8, 12, 12), (24, 8, 1, 1), {}, lambda mp: mp.setattr(_conv_util, "IM2COL_BIAS_ROW", False),
+     False),
+]
+
+
+@pytest.mark.parametrize("name,xs,ws,attrs,setup,folded", ONE_BY_ONE, ids=[c[0] for c in ONE_BY_ONE])
+def test_one_by_one_conv_with_bias_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, setup, folded):
+    if setup is not None:
+        setup(monkeypatch)
+    made = []
+    real = _conv_util._ones_row_columns
+    monkeypatch.setattr(_conv_util, "_ones_row_columns", lambda *a: made.append(a) or real(*a))
+    for _ in range(2):  # the second run reuses the kept columns
+        feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
+        assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+    assert bool(made) == folded
+
+
+@pytest.mark.parametrize("activation,params,onnx_op,onnx_attrs", ACTIVATIONS[:3], ids=[a[0] or "none" for a in ACTIVATIONS[:3]])
+def test_fused_one_by_one_conv_with_bias_row_residual_and_activation(activation, params, onnx_op, onnx_attrs):
+    ours_model, oracle_model = _fused_models((2, 4, 10, 12), (12, 4, 1, 1), True, True, activation, params, onnx_op,
+                                             onnx_attrs, {})
+    feeds = {"x": f32(2, 4, 10, 12), "w": f32(12, 4, 1, 1), "b": f32(12), "z": f32(2, 12, 10, 12)}
+    assert_same(_session(ours_model).run(None, feeds)[0], _ort(oracle_model).run(None, feeds)[0], 1e-4, 1e-5)
+
+
+@pytest.mark.parametrize("geometry", FUSED_GEOMETRIES[:3], ids=[g[0] for g in FUSED_GEOMETRIES[:3]])
+def test_fused_conv_broadcasts_a_smaller_residual(geometry):
+    """A residual of shape (1, M, 1, 1) is broadcast to the output (as the Add it replaces)."""
+    _, xs, ws, conv_attrs, _ = geometry
+    ours_model, oracle_model = _fused_models(xs, ws, True, True, "Relu", [], "Relu", {}, conv_attrs)
+    feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0]), "z": f32(1, ws[0], 1, 1)}
+    assert_same(_session(ours_model).run(None, feeds)[0], _ort(oracle_model).run(None, feeds)[0], 1e-4, 1e-5)

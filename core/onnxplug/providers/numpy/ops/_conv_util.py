@@ -216,7 +216,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         return _conv_padded_rows(x, w, wm, scratch, group, epilogue)
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
-        return _conv_1x1(xp, w, strides, group, _finisher(b, epilogue, len(kernel)))
+        return _conv_1x1(xp, w, b, strides, group, epilogue, weights)
     return _conv_im2col(xp, w, b, kernel, strides, dilations, group, epilogue, weights)
 
 
@@ -436,28 +436,73 @@ def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, s
 _WHOLE = (slice(None),)
 
 
-def _conv_1x1(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], group: int,
-              finish: Finish | None) -> np.ndarray:
+#: 1x1 convolutions with a bias and at most this many input channels per output channel put the
+#: bias in the product: the input is copied into columns under a row of ones (a copy of C x P
+#: values instead of a pass adding a broadcast column to the M x P output, ~2.5x slower per value).
+ONE_BY_ONE_BIAS_ROW_MAX_RATIO = 1.0
+_ONES_ROW_SCRATCH = threading.local()
+
+
+def _ones_row_columns(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """This thread's columns (N, G, rows + 1, P) whose last row of each group is ones (written
+    when made); kept per shape when small."""
+    kept = getattr(_ONES_ROW_SCRATCH, "kept", None)
+    if kept is None:
+        kept = _ONES_ROW_SCRATCH.kept = {}
+    cols = kept.get((dtype, shape))
+    if cols is None:
+        cols = np.empty(shape, dtype)
+        cols[:, :, -1] = 1
+        if cols.nbytes <= PADDED_ROWS_KEEP_BYTES:
+            if len(kept) >= _PADDED_ROWS_KEEP_SHAPES:
+                kept.clear()
+            kept[(dtype, shape)] = cols
+    return cols
+
+
+def _conv_1x1(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int], group: int,
+              epilogue: Epilogue | None, weights: BiasedWeights | None) -> np.ndarray:
     """A (grouped) matmul over the flattened spatial axes; with several images, one image per
-    unit on the product threads, finished while its output is in cache."""
+    unit on the product threads, finished while its output is in cache. With few input channels
+    per output channel (or a strided input, which needs a copy anyway) the bias is added by the
+    product, against a row of ones under a copy of the input."""
     if any(s != 1 for s in strides):
         xp = xp[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
     n, c = xp.shape[:2]
     out_sp = xp.shape[2:]
+    nd = len(out_sp)
     m = w.shape[0]
+    cg, mg = c // group, m // group
     p = int(math.prod(out_sp))
-    wm = w.reshape(group, m // group, c // group)
-    xm = xp.reshape(n, group, c // group, p)
-    y = np.empty((n, group, m // group, p), dtype=np.result_type(xp.dtype, w.dtype))
+    weights = weights or BiasedWeights(False)
+    if (b is not None and IM2COL_BIAS_ROW and xp.dtype == w.dtype
+            and (cg <= ONE_BY_ONE_BIAS_ROW_MAX_RATIO * mg or not xp.flags.c_contiguous)
+            and (weights.holds(w, b, group) or w.size <= n * m * p)):
+        wm = weights.get(w, b, group)
+        columns = _ones_row_columns(xp.dtype, (n, group, cg + 1, p))
+        inputs = columns[:, :, :cg]
+        inputs.shape = (n, group, cg) + tuple(out_sp)  # a view (raises rather than copy)
+        source = xp.reshape((n, group, cg) + tuple(out_sp))  # a view even when strided
+        finish = _finisher(None, epilogue, nd)
+    else:
+        wm = w.reshape(group, mg, cg)
+        columns = xp.reshape(n, group, cg, p)
+        inputs = source = None
+        finish = _finisher(b, epilogue, nd)
+    y = np.empty((n, group, mg, p), dtype=np.result_type(xp.dtype, w.dtype))
     shaped = y.reshape((n, m) + tuple(out_sp))
 
     def image(i: int) -> None:
-        np.matmul(wm, xm[i], out=y[i])
+        if inputs is not None:
+            np.copyto(inputs[i], source[i])
+        np.matmul(wm, columns[i], out=y[i])
         if finish is not None:
             finish(shaped[i], (i,))
 
-    if n < 2 or not parallel_for(n, image, y.size * (c // group)):
-        matmul(wm, xm, out=y)
+    if n < 2 or not parallel_for(n, image, y.size * cg):
+        if inputs is not None:
+            np.copyto(inputs, source)
+        matmul(wm, columns, out=y)
         if finish is not None:
             finish(shaped, (slice(None),))
     return shaped

@@ -69,7 +69,9 @@ class FusedConv(NumpyKernel):
         if z is not None:
             out_sp = [(x.shape[2 + i] + begin[i] + end[i] - (k - 1) * d - 1) // s + 1
                       for i, (k, s, d) in enumerate(zip(w.shape[2:], strides, dilations))]
-            z = np.broadcast_to(z, (x.shape[0], w.shape[0], *out_sp))
+            shape = (x.shape[0], w.shape[0], *out_sp)
+            if z.shape != shape:  # adding a broadcast_to view was ~20 us slower on 24 x 56 x 56
+                z = np.broadcast_to(z, shape)
         epilogue = ResidualActivation(z, self.activation, self.activation_params)
         return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue, self.weights)
 
