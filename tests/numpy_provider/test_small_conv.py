@@ -445,3 +445,16 @@ def test_fused_conv_broadcasts_a_smaller_residual(geometry):
     ours_model, oracle_model = _fused_models(xs, ws, True, True, "Relu", [], "Relu", {}, conv_attrs)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0]), "z": f32(1, ws[0], 1, 1)}
     assert_same(_session(ours_model).run(None, feeds)[0], _ort(oracle_model).run(None, feeds)[0], 1e-4, 1e-5)
+
+
+def test_kept_scratch_stays_within_its_budgets(monkeypatch):
+    """Per thread, kept scratch is dropped (and made again on use) rather than grow past the byte
+    budget or the shape count; results stay onnxruntime's."""
+    monkeypatch.setattr(_conv_util, "SCRATCH_KEEP_TOTAL_BYTES", 200 << 10)
+    monkeypatch.setattr(_conv_util, "_PADDED_ROWS_SCRATCH", threading.local())
+    for size in range(10, 30):
+        feeds = {"x": f32(1, 8, size, size), "w": f32(8, 8, 3, 3), "b": f32(8)}
+        assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 1, 1, 1])
+        kept = _conv_util._PADDED_ROWS_SCRATCH.kept
+        assert kept[None] <= 200 << 10 and len(kept) <= _conv_util._PADDED_ROWS_KEEP_SHAPES + 1
+        assert kept[None] == sum(v.nbytes for k, v in kept.items() if k is not None and v is not None)

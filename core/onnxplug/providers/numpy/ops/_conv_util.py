@@ -4,9 +4,14 @@ Conv is computed in one of four vectorised ways, all BLAS-backed or elementwise:
 - 1x1 kernels: a plain (batched) matmul over the flattened spatial axes;
 - depthwise (one input channel per group): sums of shifted rows in cache-sized blocks, with no
   im2col buffer (see _depthwise);
-- small stride-1 2-D convolutions: im2col over padded-width rows, with the bias as one more
-  column row, in scratch each thread keeps per shape (see _conv_padded_rows);
+- small stride-1 2-D convolutions: im2col over padded-width rows, in scratch each thread keeps
+  per shape (see _conv_padded_rows);
 - everything else: im2col from a strided window view (one copy) and one batched matmul.
+
+Where it costs less than a pass over the output, the product adds the bias: the weights get the
+bias as one more column (BiasedWeights, kept for constant initializers) and the columns a row of
+ones. numpy adds a broadcast bias column ~2.5x slower per value than a full operand, and takes
+a maximum against a scalar ~4x slower than against an array, hence also ``zeros_operand``.
 """
 
 from __future__ import annotations
@@ -307,11 +312,33 @@ PADDED_ROWS = True
 #: Widest padded row, relative to the output row, that _conv_padded_rows takes: its product
 #: also computes (then drops) the padded row's extra columns.
 PADDED_ROWS_MAX_WIDENING = 1.25
-#: Scratch of at most this many bytes is kept per thread and shape between calls.
+#: Scratch of at most this many bytes is kept per thread and shape between calls, at most
+#: SCRATCH_KEEP_TOTAL_BYTES per thread for each kind (padded rows, 1x1 columns) and 32 shapes.
 PADDED_ROWS_KEEP_BYTES = 8 << 20
+SCRATCH_KEEP_TOTAL_BYTES = 32 << 20
 _PADDED_ROWS_KEEP_SHAPES = 32
 _PADDED_ROWS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _PADDED_ROWS_SCRATCH = threading.local()
+
+
+def _kept_scratch(local: threading.local) -> dict:
+    """This thread's dictionary of kept scratch (``nbytes`` under the key None)."""
+    kept = getattr(local, "kept", None)
+    if kept is None:
+        kept = local.kept = {None: 0}
+    return kept
+
+
+def _keep(kept: dict, key: tuple, value: object, nbytes: int) -> None:
+    """Keep ``value`` under ``key``, first dropping everything kept when a budget would be exceeded
+    (a value larger than the whole byte budget is not kept)."""
+    if nbytes > SCRATCH_KEEP_TOTAL_BYTES:
+        return
+    if len(kept) > _PADDED_ROWS_KEEP_SHAPES or kept[None] + nbytes > SCRATCH_KEEP_TOTAL_BYTES:
+        kept.clear()
+        kept[None] = 0
+    kept[key] = value
+    kept[None] += nbytes
 
 
 def _padded_rows_fit(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
@@ -381,9 +408,7 @@ def _padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, str
     Both the scratch (when small) and the refusals are kept per thread and shape, so a repeated
     call costs one dictionary look-up instead of the fit test and the scratch's views.
     """
-    kept = getattr(_PADDED_ROWS_SCRATCH, "kept", None)
-    if kept is None:
-        kept = _PADDED_ROWS_SCRATCH.kept = {}
+    kept = _kept_scratch(_PADDED_ROWS_SCRATCH)
     key = (x.dtype, x.shape, w.dtype, w.shape, None if b is None else b.dtype, tuple(strides),
            tuple(dilations), tuple(begin), tuple(end), group, PADDED_ROWS_MAX_WIDENING, blas.SPLIT_PRODUCT_MACS)
     scratch = kept.get(key, False)
@@ -393,9 +418,7 @@ def _padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, str
             scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, b is not None)
             if scratch.nbytes > PADDED_ROWS_KEEP_BYTES:
                 return scratch
-        if len(kept) >= _PADDED_ROWS_KEEP_SHAPES:
-            kept.clear()
-        kept[key] = scratch
+        _keep(kept, key, scratch, 0 if scratch is None else scratch.nbytes)
     return scratch
 
 
@@ -446,17 +469,13 @@ _ONES_ROW_SCRATCH = threading.local()
 def _ones_row_columns(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     """This thread's columns (N, G, rows + 1, P) whose last row of each group is ones (written
     when made); kept per shape when small."""
-    kept = getattr(_ONES_ROW_SCRATCH, "kept", None)
-    if kept is None:
-        kept = _ONES_ROW_SCRATCH.kept = {}
+    kept = _kept_scratch(_ONES_ROW_SCRATCH)
     cols = kept.get((dtype, shape))
     if cols is None:
         cols = np.empty(shape, dtype)
         cols[:, :, -1] = 1
         if cols.nbytes <= PADDED_ROWS_KEEP_BYTES:
-            if len(kept) >= _PADDED_ROWS_KEEP_SHAPES:
-                kept.clear()
-            kept[(dtype, shape)] = cols
+            _keep(kept, (dtype, shape), cols, cols.nbytes)
     return cols
 
 
