@@ -458,3 +458,15 @@ def test_kept_scratch_stays_within_its_budgets(monkeypatch):
         kept = _conv_util._PADDED_ROWS_SCRATCH.kept
         assert kept[None] <= 200 << 10 and len(kept) <= _conv_util._PADDED_ROWS_KEEP_SHAPES + 1
         assert kept[None] == sum(v.nbytes for k, v in kept.items() if k is not None and v is not None)
+
+
+def test_padded_rows_read_non_contiguous_inputs(padded_rows_calls):
+    """An input that is a strided view (as another kernel may return) is read as its values."""
+    base = f32(2, 6, 18, 40)
+    x = base[:, ::2, :, 3:35]  # (2, 3, 18, 32), strided
+    w, b = f32(5, 3, 3, 3), f32(5)
+    model = _conv_model([2, 3, 18, 32], w, b, [1, 1, 1, 1])
+    expected = _ort(model).run(None, {"x": np.ascontiguousarray(x)})[0]
+    got = _conv_util.conv_nd(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert_same(got, expected, 1e-4, 1e-4)
+    assert padded_rows_calls
