@@ -120,3 +120,17 @@ def test_weights_as_inputs_change_between_runs(rng, op):
     for _ in range(2):
         feeds = {k: v if k == "x" else (v * 1.5).astype(v.dtype) for k, v in feeds.items()}
         assert_close(session.run(None, feeds), run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_bidirectional_layer_runs_both_directions_in_one_prange_region(rng, op):
+    from onnxplug_numba.kernels import native_parallel
+    from onnxplug_numba.kernels import rnn as krnn
+
+    if not native_parallel.PRANGE_AVAILABLE:
+        pytest.skip("numba has no thread-safe threading layer here")
+    model, feeds = _recurrent_case(rng, op, "bidirectional", 32, 3, steps=6)
+    got, _ = run_numba(model, feeds, threads=2)
+    kernel = krnn.lstm_both_directions if op == "LSTM" else krnn.gru_both_directions
+    assert kernel.signatures, "the two directions did not run in the prange kernel"
+    assert_close(got, run_onnxruntime(model, feeds))

@@ -11,8 +11,11 @@ activations of ``kernels.fastmath``; float64 uses libm.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from numba import njit, types
+from numba import njit, prange, types
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
 from onnxplug_numba.kernels.fastmath import sigmoid32, tanh32
@@ -201,3 +204,36 @@ def gru(xw, xb, w_zr, w_h, rb, linear_before_reset, h0, reverse, y, h_out):  # t
                 for j in range(hidden):
                     yb[j] = hb[j]
     h_out[:, :] = h
+
+
+# Compiling the recurrences inside a prange region trips numba's pedantic SSA check on the names
+# the inliner gives our inline="always" helpers (``<helper>_v<n>...``, a warning per name, "please
+# report"); the compiled code is unaffected (tests compare both paths' results), so those are hidden.
+warnings.filterwarnings("ignore", r".*variable '[\w.]*_v\d+_[\w.]*' is not in scope", NumbaIRAssumptionWarning)
+
+#: Only the prange loop is parallelised (numba's other array rewrites have nothing to do here).
+_PRANGE_ONLY = {"prange": True, "comprehension": False, "reduction": False, "setitem": False, "numpy": False,
+                "stencil": False, "fusion": False, "inplace_binop": False}
+
+
+# Both directions of a bidirectional layer in one prange region, one direction per item: handing a
+# direction to a Python pool thread costs a wake-up of a halted virtual CPU (hundreds of
+# microseconds on the benchmark machine), while prange workers spin a while after each region.
+@njit(nogil=True, parallel=_PRANGE_ONLY, cache=True)
+def lstm_both_directions(xw, bias, w_forward, w_reverse, p, has_p, h0, c0, y, h_out, c_out):  # type: ignore[no-untyped-def]
+    """:func:`lstm` for direction 0 (forward) and 1 (reverse) at once: xw (T, B, 2, 4H), bias
+    (2, 4H), p (2, 3H), h0 and c0 (2, B, H), y (T, 2, B, H), h_out and c_out (2, B, H)."""
+    for d in prange(2):
+        w = w_forward if d == 0 else w_reverse  # one call site: the recurrence is compiled once
+        lstm(xw[:, :, d], bias[d], w, p[d], has_p, h0[d], c0[d], d == 1, y[:, d], h_out[d], c_out[d])
+
+
+@njit(nogil=True, parallel=_PRANGE_ONLY, cache=True)
+def gru_both_directions(xw, xb, w_zr_forward, w_h_forward, w_zr_reverse, w_h_reverse, rb, linear_before_reset,
+                        h0, y, h_out):  # type: ignore[no-untyped-def]
+    """:func:`gru` for direction 0 (forward) and 1 (reverse) at once: xw (T, B, 2, 3H), xb and rb
+    (2, 3H), h0 (2, B, H), y (T, 2, B, H), h_out (2, B, H)."""
+    for d in prange(2):
+        w_zr = w_zr_forward if d == 0 else w_zr_reverse  # one call site: the recurrence is compiled once
+        w_h = w_h_forward if d == 0 else w_h_reverse
+        gru(xw[:, :, d], xb[d], w_zr, w_h, rb[d], linear_before_reset, h0[d], d == 1, y[:, d], h_out[d])

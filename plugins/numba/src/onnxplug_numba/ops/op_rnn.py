@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from onnxplug_sdk import GraphView, Node
 
+from onnxplug_numba.kernels import native_parallel
 from onnxplug_numba.kernels import rnn as krnn
 from onnxplug_numba.kernels import rnn_tile
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
@@ -26,6 +27,7 @@ class _Recurrent(NumbaKernel):
         super().__init__(node, context)
         self._packed: tuple[tuple[object, ...], tuple[list[np.ndarray], list[np.ndarray],
                                                      list[tuple[np.ndarray, ...]]]] | None = None
+        self._joined: tuple[np.ndarray, np.ndarray] | None = None  # (W[0]^T, [W[0]^T | W[1]^T])
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -91,6 +93,21 @@ class _Recurrent(NumbaKernel):
         product, else as it is."""
         return (pack(rt),)
 
+    def both_directions(self, x: np.ndarray, wt: list[np.ndarray]) -> np.ndarray | None:
+        """The input projections of both directions of a bidirectional layer, (T, B, 2, G*H), as
+        one product, when the two recurrences are to run in one prange region; else None."""
+        if not (native_parallel.PRANGE_AVAILABLE and self.threads.parallel and len(wt) == 2
+                and self.directions(2) == [False, True]):
+            return None
+        joined = self._joined
+        if joined is None or joined[0] is not wt[0]:
+            joined = self._joined = (wt[0], np.concatenate(wt, axis=1))
+        steps, batch, _ = x.shape
+        self.threads.blas()
+        xw = matmul(x.reshape(steps * batch, -1), joined[1], self.threads)
+        native_parallel.use_threads(2)
+        return xw.reshape(steps, batch, 2, -1)
+
     def each_direction(self, run_one, x: np.ndarray, wt: list[np.ndarray], dirs: int) -> None:  # type: ignore[no-untyped-def]
         """``run_one(d, reverse, lo, hi, xw)`` for every direction and band of batch rows, ``xw``
         being the band's input projections (T, rows, G*H) without bias: the directions on separate
@@ -146,6 +163,11 @@ class LSTM(_Recurrent):
         c_out = np.empty_like(h_out)
         wt, bias, rec = self.packed(w, r, b)
         peep = np.zeros(3 * hidden, dtype=x.dtype)
+        xw = self.both_directions(x, wt)
+        if xw is not None:
+            krnn.lstm_both_directions(xw, np.stack(bias), rec[0][0], rec[1][0], p if p is not None else np.stack(
+                [peep, peep]), p is not None, h0, c0, y, h_out, c_out)
+            return self.finish(layout, y, h_out, c_out)
 
         def run_one(d: int, reverse: bool, lo: int, hi: int, xw: np.ndarray) -> None:
             krnn.lstm(xw, bias[d], rec[d][0], p[d] if p is not None else peep, p is not None, h0[d, lo:hi],
@@ -171,6 +193,12 @@ class GRU(_Recurrent):
         h_out = np.empty((dirs, batch, hidden), dtype=x.dtype)
         wt, bias, rec = self.packed(w, r, b)
         lbr = bool(self.attr("linear_before_reset", 0))
+        xw = self.both_directions(x, wt)
+        if xw is not None:
+            (w_zr0, w_h0, rb0), (w_zr1, w_h1, rb1) = rec
+            krnn.gru_both_directions(xw, np.stack(bias), w_zr0, w_h0, w_zr1, w_h1, np.stack([rb0, rb1]), lbr, h0, y,
+                                     h_out)
+            return self.finish(layout, y, h_out)
 
         def run_one(d: int, reverse: bool, lo: int, hi: int, xw: np.ndarray) -> None:
             w_zr, w_h, rb = rec[d]
