@@ -31,10 +31,13 @@ def _spy(monkeypatch, name: str) -> list[int]:
     ((3, 24, 40, 40), (40, 24, 1, 1), {}, "pointwise_conv"),  # column bands that are not multiples of 16
     ((1, 64, 96, 96), (64, 1, 3, 3), {"group": 64, "pads": [1, 1, 1, 1]}, "depthwise_conv"),
     ((2, 128, 99, 99), (128, 1, 3, 3), {"group": 128, "pads": [1, 1, 1, 1], "strides": [2, 2]}, "depthwise_conv"),
-    ((1, 16, 32, 32), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),
+    # stride-1 convs of one group: one product per tap from the padded band
+    ((1, 16, 32, 32), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "tap_conv"),
+    ((2, 64, 18, 18), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, "tap_conv"),  # one band per image
+    ((1, 16, 33, 35), (16, 16, 5, 3), {"pads": [2, 1, 2, 1]}, "tap_conv"),
+    ((1, 16, 40, 40), (24, 16, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, "tap_conv"),
+    # groups: im2col over the padded band
     ((1, 16, 44, 44), (32, 8, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2], "group": 2}, "pitched_conv"),
-    ((2, 64, 18, 18), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, "pitched_conv"),  # one band per image
-    ((1, 16, 33, 35), (16, 16, 5, 3), {"pads": [2, 1, 2, 1]}, "pitched_conv"),
 ])
 @pytest.mark.parametrize("activation", ["Relu", "Clip"])
 @pytest.mark.parametrize("residual", [False, True])
@@ -155,3 +158,16 @@ def test_channel_split_conv_matches_onnxruntime(rng, monkeypatch, x_shape, w_sha
     assert calls == [2], calls
     # float32 sums of up to 2304 products: rounding differences against onnxruntime's order
     assert_close(got, run_onnxruntime(model, feeds), atol=2e-4)
+
+
+def test_tap_conv_with_a_fed_weight_reads_it_on_every_run(rng, monkeypatch):
+    """The tap layout of a constant weight is kept across runs; a fed one may change in place."""
+    calls = _spy(monkeypatch, "tap_conv")
+    x = rng.standard_normal((1, 16, 32, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    model = node_model("Conv", {"x": x, "w": w}, pads=[1, 1, 1, 1])
+    _, session = run_numba(model, {"x": x, "w": w}, threads=2)
+    for scale in (2.0, -0.5):
+        w *= scale  # the same array, new values
+        assert_close(session.run(None, {"x": x, "w": w}), run_onnxruntime(model, {"x": x, "w": w}), atol=1e-4)
+    assert calls == [2, 2, 2]

@@ -135,6 +135,7 @@ class FusedConvKernel(Kernel):
         self.act = activation_of(act_node, consts)
         rank = len(view.type_of(self.x_name).shape) - 2  # type: ignore[union-attr]
         self.spec = ConvSpec.from_node(conv_node, rank)
+        self.constant_weight = self.weight is not None or self.w_name in context.constants
 
     def _value(self, inputs: tuple[Any, ...], name: str) -> Any:
         return inputs[self.positions[name]] if name else None
@@ -144,4 +145,5 @@ class FusedConvKernel(Kernel):
         w = self.weight if self.weight is not None else self._value(inputs, self.w_name)
         b = self.bias if self.weight is not None else self._value(inputs, self.b_name)
         residual = self._value(inputs, self.residual_name)
-        return conv(x, w, b, self.spec, self.threads, residual=residual, act=self.act)
+        return conv(x, w, b, self.spec, self.threads, residual=residual, act=self.act,
+                    constant_weight=self.constant_weight)

@@ -32,7 +32,7 @@ if AVAILABLE:
             scores = np.empty((q_len, length), dtype=np.float32)
             lanes = np.empty(8, dtype=np.float32)
             sgemm_strided(_TRANS, q_len, length, dk, scale, q.ctypes.data + 4 * (b * q_len * q_width + h * dk),
-                          q_width, k.ctypes.data + 4 * (b * length * q_width + h * dk), q_width,
+                          q_width, k.ctypes.data + 4 * (b * length * q_width + h * dk), q_width, 0.0,
                           scores.ctypes.data, length)
             for i in range(q_len):
                 row = scores[i]
@@ -42,5 +42,5 @@ if AVAILABLE:
                         row[c] += bias_row[c]
                 _softmax_row_f32(row, False, row, lanes)  # in place: each value is read before it is written
             sgemm_strided(_NO_TRANS, q_len, dv, length, 1.0, scores.ctypes.data, length,
-                          v.ctypes.data + 4 * (b * length * v_width + h * dv), v_width,
+                          v.ctypes.data + 4 * (b * length * v_width + h * dv), v_width, 0.0,
                           out.ctypes.data + 4 * (b * q_len * v_width + h * dv), v_width)

@@ -14,6 +14,7 @@ with few output pixels (or pointwise with 48+ output channels) are split by outp
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -55,6 +56,30 @@ _CHANNEL_SPLIT_MAX_PIXELS = 200
 
 #: (a dtype compared with a dtype: comparing with the type np.float32 converts it on every call)
 _FLOAT32 = np.dtype(np.float32)
+
+#: Stride-1 float32 convs of one group accumulate one product per kernel tap straight from the
+#: padded input (native_parallel.tap_conv) instead of building the im2col matrix (pitched_conv).
+TAP_PRODUCTS = True
+#: Weights in the tap layout (kh*kw, M, C) by the weight array's id, with a weak reference to check
+#: the id still names that array: built once per weight, not on every call (a 128x128x3x3 weight
+#: takes ~60 us to rearrange). Cleared when full, so dead weights' copies do not pile up.
+_TAP_WEIGHTS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+_TAP_WEIGHTS_MAX = 256
+
+
+def _tap_weights(w4: np.ndarray, constant: bool) -> np.ndarray:
+    """``w4`` (M, C, kh, kw) as (kh*kw, M, C), C-contiguous float32; kept when ``constant``."""
+    entry = _TAP_WEIGHTS.get(id(w4)) if constant else None
+    if entry is not None and entry[0]() is w4:
+        return entry[1]
+    m, c, kh, kw = w4.shape
+    taps = np.ascontiguousarray(w4.transpose(2, 3, 0, 1).reshape(kh * kw, m, c))
+    if not constant:
+        return taps
+    if len(_TAP_WEIGHTS) >= _TAP_WEIGHTS_MAX:
+        _TAP_WEIGHTS.clear()
+    _TAP_WEIGHTS[id(w4)] = (weakref.ref(w4), taps)
+    return taps
 
 
 def decode(value: Any) -> Any:
@@ -139,8 +164,11 @@ def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
 
 
 def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, threads: ThreadControl,
-         residual: np.ndarray | None = None, act: tuple[int, float, float] = (0, 0.0, 0.0)) -> np.ndarray:
-    """ONNX Conv of a (N, C, L) or (N, C, H, W) float input, with the fused epilogue."""
+         residual: np.ndarray | None = None, act: tuple[int, float, float] = (0, 0.0, 0.0),
+         constant_weight: bool = False) -> np.ndarray:
+    """ONNX Conv of a (N, C, L) or (N, C, H, W) float input, with the fused epilogue.
+    ``constant_weight``: ``w`` is a constant of the model, so layouts derived from it may be kept
+    across calls (a fed weight may be changed in place between runs)."""
     one_d = x.ndim == 3
     x4, w4, _ = _as_2d(np.ascontiguousarray(x), np.ascontiguousarray(w))
     begin, end, (sh, sw), (dh, dw), (oh, ow) = _geometry(spec, x.shape, w.shape)
@@ -195,7 +223,10 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
         # 32x32: ~180 -> ~130 us)
         native_parallel.use_threads(1)
         resid = res if res is not None else y
-        if pitched:
+        if pitched and group == 1 and TAP_PRODUCTS:
+            native_parallel.tap_conv(x4, _tap_weights(w4, constant_weight), b, resid, res is not None, code, alpha, beta, kh, kw,
+                                     dh, dw, begin[0], begin[1], y, 1)
+        elif pitched:
             native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
                                          begin[0], begin[1], y, 1)
         else:
@@ -212,7 +243,10 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
         # two items per thread with 4+ rows each; small images one band per thread, as thinner
         # bands make BLAS pack the whole weight matrix once per band (measured slower)
         bands = max(1, min(oh // 4, -(-2 * count // n))) if oh * ow >= 256 else max(1, min(oh, -(-count // n)))
-        if pitched:
+        if pitched and group == 1 and TAP_PRODUCTS:
+            native_parallel.tap_conv(x4, _tap_weights(w4, constant_weight), b, resid, res is not None, code, alpha, beta, kh, kw,
+                                     dh, dw, begin[0], begin[1], y, bands)
+        elif pitched:
             native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
                                          begin[0], begin[1], y, bands)
         else:

@@ -36,6 +36,7 @@ class Conv(NumbaKernel):
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
         self._specs: dict[int, ConvSpec] = {}
+        self.constant_weight = len(node.inputs) > 1 and node.inputs[1] in context.constants
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -48,7 +49,7 @@ class Conv(NumbaKernel):
         return spec
 
     def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-        return conv(x, w, b, self.spec(x.ndim - 2), self.threads)
+        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, constant_weight=self.constant_weight)
 
 
 _FUSED_ACTIVATIONS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", ""}
@@ -109,7 +110,8 @@ class FusedConv(Conv):
 
     def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                 z: np.ndarray | None = None) -> np.ndarray:
-        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=self.act)
+        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=self.act,
+                    constant_weight=self.constant_weight)
 
 
 @NumbaProvider.kernel("ConvTranspose")
