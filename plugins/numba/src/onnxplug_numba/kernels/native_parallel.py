@@ -172,6 +172,36 @@ if AVAILABLE:
                     for k in range(width):
                         dst[k] = src[k]
 
+    @njit(inline="always")
+    def _band_of(item, bands, oh):  # type: ignore[no-untyped-def]
+        """(image, first output row, row count) of work item ``item`` of N * ``bands``."""
+        band = item % bands
+        r0 = oh * band // bands
+        return item // bands, r0, oh * (band + 1) // bands - r0
+
+    @njit(inline="always")
+    def _padded_band(x, i, r0, rows, kh, dh, ph, pw, wp):  # type: ignore[no-untyped-def]
+        """The zero-padded (C, hb, wp) band of image ``i`` that output rows r0 ... r0 + rows read,
+        with one slack row: the extra columns of the last row read past it."""
+        padded = np.zeros((x.shape[1], rows + (kh - 1) * dh + 1, wp), dtype=x.dtype)
+        _pad_band(x, i, r0, ph, pw, padded)
+        return padded
+
+    @njit(inline="always")
+    def _finish_band(product, y, i, first, r0, rows, wp, bias, residual, has_residual, act, alpha,
+                     beta):  # type: ignore[no-untyped-def]
+        """Output channels first ... of image ``i``, rows r0 ... r0 + rows = the epilogue of the
+        band's product (M, rows * wp), whose rows have the pitch ``wp``."""
+        ow = y.shape[3]
+        for m in range(product.shape[0]):
+            ch = first + m
+            for yo in range(rows):
+                row = y[i, ch, r0 + yo]
+                src = product[m, yo * wp:yo * wp + ow]
+                for k in range(ow):
+                    row[k] = src[k]
+                _finish_row(row, bias[ch], residual[i, ch, r0 + yo], has_residual, act, alpha, beta)
+
     @njit(nogil=True, parallel=True, fastmath={"contract"}, cache=True)
     def pitched_conv(x, wmat, bias, residual, has_residual, act, alpha, beta,
                      kh, kw, dh, dw, ph, pw, y, bands):  # type: ignore[no-untyped-def]
@@ -186,16 +216,11 @@ if AVAILABLE:
         wp = max(width + pw, ow + (kw - 1) * dw)
         taps = kh * kw
         for item in prange(n_img * bands):
-            i = item // bands
-            band = item % bands
-            r0 = oh * band // bands
-            r1 = oh * (band + 1) // bands
-            if r1 <= r0:
+            i, r0, rows = _band_of(item, bands, oh)
+            if rows <= 0:
                 continue
-            rows = r1 - r0
-            hb = rows + (kh - 1) * dh + 1  # one slack row: the extra columns of the last row read past it
-            padded = np.zeros((channels, hb, wp), dtype=x.dtype)
-            _pad_band(x, i, r0, ph, pw, padded)
+            padded = _padded_band(x, i, r0, rows, kh, dh, ph, pw, wp)
+            hb = padded.shape[1]
             flat = padded.ravel()
             count = rows * wp
             cols = np.empty((depth, count), dtype=x.dtype)
@@ -210,14 +235,7 @@ if AVAILABLE:
                         dst[e] = src[e]
                 _sgemm(mg, count, depth, wmat[g].ctypes.data, depth, cols.ctypes.data, count,
                        product.ctypes.data, count)
-                for m in range(mg):
-                    out_ch = g * mg + m
-                    for yo in range(rows):
-                        row = y[i, out_ch, r0 + yo]
-                        src = product[m, yo * wp:yo * wp + ow]
-                        for k in range(ow):
-                            row[k] = src[k]
-                        _finish_row(row, bias[out_ch], residual[i, out_ch, r0 + yo], has_residual, act, alpha, beta)
+                _finish_band(product, y, i, g * mg, r0, rows, wp, bias, residual, has_residual, act, alpha, beta)
 
 
 if AVAILABLE:
@@ -234,16 +252,11 @@ if AVAILABLE:
         oh, ow = y.shape[2], y.shape[3]
         wp = max(width + pw, ow + (kw - 1) * dw)
         for item in prange(n_img * bands):
-            i = item // bands
-            band = item % bands
-            r0 = oh * band // bands
-            r1 = oh * (band + 1) // bands
-            if r1 <= r0:
+            i, r0, rows = _band_of(item, bands, oh)
+            if rows <= 0:
                 continue
-            rows = r1 - r0
-            hb = rows + (kh - 1) * dh + 1  # one slack row: the extra columns of the last row read past it
-            padded = np.zeros((channels, hb, wp), dtype=x.dtype)
-            _pad_band(x, i, r0, ph, pw, padded)
+            padded = _padded_band(x, i, r0, rows, kh, dh, ph, pw, wp)
+            hb = padded.shape[1]
             count = rows * wp
             product = np.empty((m_ch, count), dtype=x.dtype)
             for t in range(taps):
@@ -251,13 +264,7 @@ if AVAILABLE:
                 sgemm_strided(_NO_TRANS, m_ch, count, channels, 1.0, wtaps[t].ctypes.data, channels,
                               padded.ctypes.data + 4 * offset, hb * wp, 0.0 if t == 0 else 1.0,
                               product.ctypes.data, count)
-            for m in range(m_ch):
-                for yo in range(rows):
-                    row = y[i, m, r0 + yo]
-                    src = product[m, yo * wp:yo * wp + ow]
-                    for k in range(ow):
-                        row[k] = src[k]
-                    _finish_row(row, bias[m], residual[i, m, r0 + yo], has_residual, act, alpha, beta)
+            _finish_band(product, y, i, 0, r0, rows, wp, bias, residual, has_residual, act, alpha, beta)
 
 
 if AVAILABLE:
