@@ -17,14 +17,15 @@ from onnxplug_numba.kernels.conv import _finish_row
 
 
 @njit(inline="always", fastmath={"contract"})
-def _sum9(acc, buf, taps, w, bias, low, high, count):  # type: ignore[no-untyped-def]
-    """acc[e] = bias + the nine weighted taps ``buf[taps[k] + e]``, clamped to [low, high].
+def _sum9(acc, buf, taps, w, m, bias, low, high, count):  # type: ignore[no-untyped-def]
+    """acc[e] = bias + the nine weighted taps ``buf[taps[k] + e]`` (weights ``w[m, 0]``), clamped
+    to [low, high].
 
     Unsigned indices into one array: no negative-index fix-up, and only ``acc`` against ``buf``
     to check for overlap, so LLVM vectorises the loop (nine separate slices defeat its checks)."""
-    w0, w1, w2 = w[0, 0], w[0, 1], w[0, 2]
-    w3, w4, w5 = w[1, 0], w[1, 1], w[1, 2]
-    w6, w7, w8 = w[2, 0], w[2, 1], w[2, 2]
+    w0, w1, w2 = w[m, 0, 0, 0], w[m, 0, 0, 1], w[m, 0, 0, 2]
+    w3, w4, w5 = w[m, 0, 1, 0], w[m, 0, 1, 1], w[m, 0, 1, 2]
+    w6, w7, w8 = w[m, 0, 2, 0], w[m, 0, 2, 1], w[m, 0, 2, 2]
     o0, o1, o2 = np.uint64(taps[0]), np.uint64(taps[1]), np.uint64(taps[2])
     o3, o4, o5 = np.uint64(taps[3]), np.uint64(taps[4]), np.uint64(taps[5])
     o6, o7, o8 = np.uint64(taps[6]), np.uint64(taps[7]), np.uint64(taps[8])
@@ -61,13 +62,14 @@ def _scatter_plan(height, width, sh, sw, ph, pw, hq, wq, phase_size):  # type: i
 
 
 @njit(inline="always")
-def _scatter_plane(flat, buf, plan, sw):  # type: ignore[no-untyped-def]
-    """Copy one flat plane into its phase planes; positions outside stay as they were (zeros).
-    Unsigned indices with a constant step, so the copies vectorise (step 2 with shuffles); offsets
-    into the whole arrays rather than a slice per row, since a slice costs a reference-count
-    update, which dominated small planes (a 7x7 plane copies 7 rows of 7 values)."""
+def _scatter_plane(flat, start, buf, plan, sw):  # type: ignore[no-untyped-def]
+    """Copy the plane at ``flat[start:]`` into its phase planes; positions outside stay as they
+    were (zeros). Unsigned indices with a constant step, so the copies vectorise (step 2 with
+    shuffles); offsets into the whole arrays rather than a view per plane or a slice per row, since
+    each costs reference-count updates, which dominated small planes (a 7x7 plane copies 7 rows of
+    7 values)."""
     for d in range(plan.shape[0]):
-        s0 = np.uint64(plan[d, 0])
+        s0 = np.uint64(start + plan[d, 0])
         d0 = np.uint64(plan[d, 1])
         count = np.uint64(plan[d, 2])
         if sw == 1:
@@ -111,17 +113,21 @@ def depthwise_phased(x, w, bias, residual, has_residual, act, alpha, beta,
         low, high = x.dtype.type(alpha), x.dtype.type(beta)
     finish = (has_residual or act != 0) and not clamped
     plan = _scatter_plan(x.shape[2], x.shape[3], sh, sw, ph, pw, hq, wq, phase_size)
+    # whole arrays and offsets: no view per plane (see _scatter_plane)
+    x_flat = x.ravel()  # (a copy if x is not contiguous: it is only read)
+    y_flat = y.reshape(y.size)  # a view: y must be contiguous (reshape raises otherwise)
+    plane_in, plane_out = x.shape[2] * x.shape[3], oh * ow
     last = -1
     for t in range(lo, hi):
         n = t // m_ch
         m = t % m_ch
         source = n * channels + m // mult
         if source != last:  # channel multipliers reuse the scattered plane
-            _scatter_plane(x[n, m // mult].ravel(), buf, plan, sw)
+            _scatter_plane(x_flat, source * plane_in, buf, plan, sw)
             last = source
         b = acc.dtype.type(bias[m])
         if kh == 3 and kw == 3:
-            _sum9(acc, buf, taps, w[m, 0], b, low, high, count)
+            _sum9(acc, buf, taps, w, m, b, low, high, count)
         else:
             acc[:] = b
             for k in range(kh * kw):
@@ -129,18 +135,18 @@ def depthwise_phased(x, w, bias, residual, has_residual, act, alpha, beta,
                 src = buf[taps[k]:taps[k] + count]
                 for e in range(count):
                     acc[e] += wv * src[e]
-        out = y[n, m]
         if finish:
+            out = y[n, m]
             for yo in range(oh):
                 row = out[yo]
                 src = acc[yo * wq:]
                 for k in range(ow):
                     row[k] = src[k]
                 _finish_row(row, 0.0, residual[n, m, yo], has_residual, act, alpha, beta)
-        else:  # offsets into the whole plane, no slice per row (see _scatter_plane)
-            flat_out = out.ravel()
+        else:
+            base = np.uint64(t * plane_out)
             for yo in range(np.uint64(oh)):
-                o0 = yo * np.uint64(ow)
+                o0 = base + yo * np.uint64(ow)
                 a0 = yo * np.uint64(wq)
                 for k in range(np.uint64(ow)):
-                    flat_out[o0 + k] = acc[a0 + k]
+                    y_flat[o0 + k] = acc[a0 + k]
