@@ -179,13 +179,17 @@ def im2col_padded(x, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, r0, oh, ow, cols, r
                                 for e in range(np.uint64((hi - 1 - first) // sw + 1)):
                                     dst[e] = part[step * e]
     taps = kh * kw
+    # offsets into the whole arrays, not two slices per copied row: a slice costs reference-count
+    # updates, which add up over (channels x taps x rows) copies of a dozen values on small images
+    flat = cols.reshape(cols.size)  # (cols is contiguous: a view)
+    width_out, step_in = np.uint64(ow), np.uint64(sh * pitch)
     for r in range((c1 - c0) * taps):
         i = (r % taps) // kw
         col = (r % kw) * dw
-        source = padded[((r // taps) * hb + i * dh) * pitch + (col % sw) * wq + col // sw:]
-        out = cols[row0 + r]
-        for yo in range(oh):
-            dst = out[yo * ow:]
-            src = source[yo * sh * pitch:]
-            for e in range(np.uint64(ow)):
-                dst[e] = src[e]
+        s0 = np.uint64(((r // taps) * hb + i * dh) * pitch + (col % sw) * wq + col // sw)
+        d0 = np.uint64((row0 + r) * cols.shape[1])
+        for yo in range(np.uint64(oh)):
+            d = d0 + yo * width_out
+            src = s0 + yo * step_in
+            for e in range(width_out):
+                flat[d + e] = padded[src + e]
