@@ -128,7 +128,8 @@ class ElementwiseRunner:
         tiny = numpy_call(self.program, out_shape)
         if tiny is not None and returned is None:
             return tiny
-        kernel = self.module(layout.mode, layout.kinds).kernel
+        module = self.module(layout.mode, layout.kinds)
+        kernel = module.kernel
         # transcendental chains (Gelu, Tanh...) are worth sharing from fewer elements than Adds
         min_elements = max(1, PARALLEL_MIN_ELEMENTS // relative_cost(self.program.steps))
         if layout.mode == "flat":
@@ -141,7 +142,7 @@ class ElementwiseRunner:
         if total > 0 and (not self.threads.parallel or total < 2 * grain):
             nd = None if layout.mode == "flat" else (layout.shape, layout.strides)
             return calls.serial(kernel, total, out_shape, dtypes, len(shapes), returned, nd)
-        shared = self.module(layout.mode, layout.kinds).kernel_shared if native_parallel.PRANGE_AVAILABLE else None
+        shared = module.kernel_shared if native_parallel.PRANGE_AVAILABLE else None
         return _general_call(kernel, shared, layout, total, grain, dtypes, returned, self.threads)
 
     def _first_call(self, *inputs: Any) -> tuple[np.ndarray, ...]:
