@@ -1,0 +1,122 @@
+"""Loop: the whole loop compiled into one numba function when its body is simple enough.
+
+An RNN cell unrolled by a Loop runs a handful of tiny ops per iteration; on the generic path each
+is a kernel call from Python (~2 us apiece). Compiled, an iteration of the suite's loop_model costs
+about 2 us in all. The body is compiled at the first call, for the ranks and dtypes of that call's
+values (``fusion.loop_codegen``); numba caches the machine code on disk.
+
+Everything else runs on the generic path, the default provider's Loop with the body planned on the
+session's providers: zero iterations, values that are not tensors, ranks the generator does not
+handle, and any error raised by the compiled loop (the generic path then raises the error that
+names the body node at fault, or computes the result if the compiled loop was wrong to fail).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from numba.core.errors import NumbaError
+from onnxplug.providers.numpy.ops.op_loop import Loop as GenericLoop
+from onnxplug_sdk import GraphView, KernelContext, Node
+
+from onnxplug_numba.fusion import cache, loop_codegen
+from onnxplug_numba.kernels import native_parallel
+from onnxplug_numba.ops._base import NumbaKernel
+from onnxplug_numba.provider import NumbaProvider
+
+#: A trip count for a Loop without one (it stops on its condition).
+NO_LIMIT = np.iinfo(np.int64).max
+
+_UNSUPPORTED = object()
+
+
+@NumbaProvider.kernel("Loop", 11)
+class Loop(NumbaKernel):
+    """ONNX Loop with a body of float32 elementwise ops, products, reductions and Gather."""
+
+    wants_scope = True
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        from onnxplug_numba.subgraph_types import TypedView
+
+        body = node.attr("body")
+        if body is None or not native_parallel.AVAILABLE or len(node.inputs) < 2:
+            return False
+        if not node.inputs[0] and not node.inputs[1]:
+            return False  # no limit at all: an endless loop on any path
+        if any(vi.name in body.initializers for vi in body.inputs):
+            return False
+        for name in node.inputs[2:]:
+            t = view.type_of(name) if name else None
+            if t is None or t.kind != "tensor":
+                return False
+        return loop_codegen.body_supported(body, TypedView(GraphView(body, body.nodes)))
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.generic = GenericLoop(node, context)
+        body = self.attr("body")
+        self.body = body
+        self.n_carried = len(body.inputs) - 2
+        constants = dict(body.initializers)
+        for n in body.nodes:
+            if n.op_type == "Constant":
+                constants[n.outputs[0]] = np.asarray(n.attr("value"))
+        self.outer = body.outer_scope_reads()
+        self.constant_names = list(constants)
+        self.constant_values = list(constants.values())
+        self.use_condition = bool(node.inputs[1])
+        self._compiled: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def compute(self, max_trips: Any = None, cond: Any = None, *carried: Any, scope: Any = None) -> Any:
+        scope = scope or {}
+        trips = NO_LIMIT if max_trips is None else int(np.asarray(max_trips).reshape(-1)[0])
+        go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+        values = [*carried, *(scope.get(n) for n in self.outer), *self.constant_values]
+        if trips <= 0 or not go or any(v.__class__ is not np.ndarray for v in values):
+            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+        key = tuple((v.ndim, v.dtype.str) for v in values)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compile(key)
+        if compiled is _UNSUPPORTED:
+            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+        run, source = compiled
+        args = [v[()] if v.ndim == 0 else v for v in values]
+        try:
+            result = run(trips, True, *args)
+        except NumbaError:  # numba could not type it: never again for these ranks and dtypes
+            self._compiled[key] = _UNSUPPORTED
+            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+        except Exception:
+            # the generic path raises the error that names the body node (or, should the
+            # compiled loop have failed wrongly, computes the result)
+            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+        done = result[0]
+        outputs = []
+        for value, dtype, rank in zip(result[1:1 + self.n_carried], source.carried_dtypes, source.carried_ranks):
+            outputs.append(value if rank else np.asarray(value, dtype=dtype))
+        outputs += [buffer[:done] for buffer in result[1 + self.n_carried:]]
+        return tuple(outputs)
+
+    def _compile(self, key: tuple) -> Any:
+        """The (run function, source) for these ranks and dtypes, or ``_UNSUPPORTED``."""
+        with self._lock:
+            found = self._compiled.get(key)
+            if found is not None:
+                return found
+            names = [vi.name for vi in self.body.inputs[2:]] + self.outer + self.constant_names
+            signature = loop_codegen.LoopSignature(tuple(r for r, _ in key), tuple(d for _, d in key),
+                                                   self.use_condition)
+            try:
+                source = loop_codegen.loop_source(self.body, names, signature)
+            except loop_codegen.Unsupported:
+                found = _UNSUPPORTED
+            else:
+                found = (cache.module_for(source.text).run, source)
+            self._compiled[key] = found
+            return found
