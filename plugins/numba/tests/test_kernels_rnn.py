@@ -103,8 +103,11 @@ def test_float64(rng, op):
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
-def test_same_results_on_one_and_two_threads(rng, op, direction):
+def test_same_results_on_one_and_two_threads(rng, op, direction, monkeypatch):
     """Each thread runs whole directions or whole batch rows with the same per-row arithmetic."""
+    from onnxplug_numba.ops import op_rnn
+
+    monkeypatch.setattr(op_rnn, "RNN_BAND_MIN_ROWS", 1)  # bands of a few rows, so two threads split
     model, feeds = _recurrent_case(rng, op, direction, 24, 6, steps=5)
     one, _ = run_numba(model, feeds, threads=1)
     two, _ = run_numba(model, feeds, threads=2)
