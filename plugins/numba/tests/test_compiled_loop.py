@@ -301,3 +301,36 @@ def test_threads_compile_and_run_one_session(generic_calls):
             for g, s in zip(got, serial[k]):
                 np.testing.assert_array_equal(g, s)
     assert not generic_calls
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_data_movement(opset, rng, generic_calls):
+    """Unsqueeze and Squeeze (axes as attribute before opset 13, as a Constant input after), Concat
+    and Transpose: an RNN step that stacks its state with the input row, as exported loops do."""
+    def axes_node(op, data, out, axes):
+        if opset < 13:
+            return [helper.make_node(op, [data], [out], axes=axes)]
+        name = f"{out}_axes"
+        return [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(axes, np.int64))),
+                helper.make_node(op, [data, name], [out])]
+
+    body = [helper.make_node("Gather", ["xs", "i"], ["row"], axis=0),  # (3,)
+            *axes_node("Unsqueeze", "row", "row2", [0]),  # (1, 3)
+            helper.make_node("Concat", ["row2", "h_in"], ["both"], axis=-1),  # (1, 7)
+            helper.make_node("MatMul", ["both", "w"], ["p"]),  # (1, 4)
+            helper.make_node("Tanh", ["p"], ["h_out"]),
+            *axes_node("Squeeze", "h_out", "flat", [0]),  # (4,)
+            *axes_node("Unsqueeze", "flat", "col", [-1]),  # (4, 1)
+            helper.make_node("Transpose", ["col"], ["back"], perm=[1, 0]),  # (1, 4)
+            helper.make_node("ReduceSum", ["back"], ["total"], keepdims=0),
+            *axes_node("Unsqueeze", "total", "total1", [0]),  # (1,): a 0-d value unsqueezed
+            *axes_node("Squeeze", "total1", "total0", [0]),  # () again
+            helper.make_node("Identity", ["cond_in"], ["cond_out"])]
+    inits = [scalar("n", 4, np.int64), scalar("c", True, np.bool_)]
+    model = loop_model(body, [("h", "h_in", "h_out")], ["flat", "back", "total0"],
+                       [float_in("xs", [4, 3]), float_in("h", [1, 4]), float_in("w", [7, 4])],
+                       initializers=inits, opset=opset)
+    feeds = {"xs": rng.standard_normal((4, 3)).astype(np.float32), "h": rng.standard_normal((1, 4)).astype(np.float32),
+             "w": rng.standard_normal((7, 4)).astype(np.float32)}
+    got = check(model, feeds, generic_calls)
+    assert [g.shape for g in got[1:]] == [(4, 4), (4, 1, 4), (4,)]

@@ -6,7 +6,7 @@ iterations one compiled ``while`` loop, with the scan outputs written into buffe
 they fill.
 
 The body may hold the ops of :data:`OPS` only, on float32 values (bool for conditions, integers
-for Gather's scalar index and the iteration number). :func:`body_supported` decides that from the
+for Gather's scalar index and the iteration number; data movement takes any of them). :func:`body_supported` decides that from the
 graph (at partitioning); :func:`loop_source` writes the source once the ranks and dtypes of the
 actual inputs are known (at the first call), and raises :class:`Unsupported` for what it cannot
 express, such as a batched MatMul. Values of rank 0 are numba scalars inside.
@@ -44,9 +44,11 @@ COMPARE = {"Less": "{0} < {1}", "Greater": "{0} > {1}", "LessOrEqual": "{0} <= {
            "Xor": "np.logical_xor({0}, {1})"}
 REDUCE = {"ReduceMax": "np.max({0})", "ReduceMin": "np.min({0})", "ReduceSum": "np.sum({0})",
           "ReduceMean": "np.float32(np.mean({0}))"}
+#: Data movement with static parameters (attributes, or axes from a constant of the body).
+MOVES = frozenset({"Unsqueeze", "Squeeze", "Concat", "Transpose"})
 #: Every op a compiled body may hold.
-OPS = frozenset(FAST_UNARY) | frozenset(UNARY) | frozenset(BINARY) | frozenset(COMPARE) | frozenset(REDUCE) | {
-    "MatMul", "Gemm", "Gather", "Constant"}
+OPS = frozenset(FAST_UNARY) | frozenset(UNARY) | frozenset(BINARY) | frozenset(COMPARE) | frozenset(REDUCE) \
+    | MOVES | {"MatMul", "Gemm", "Gather", "Constant"}
 
 _FLOAT = np.dtype(np.float32)
 _BOOL = np.dtype(bool)
@@ -59,23 +61,50 @@ class Unsupported(Exception):
     """The loop cannot be compiled as given; the generic path runs it."""
 
 
+def body_constants(body: Graph) -> dict[str, np.ndarray]:
+    """The body's initializers and Constant node values (``value`` only) by name."""
+    found = dict(body.initializers)
+    for node in body.nodes:
+        if node.op_type == "Constant" and node.attr("value") is not None:
+            found[node.outputs[0]] = np.asarray(node.attr("value"))
+    return found
+
+
 def body_supported(body: Graph, view: GraphView) -> bool:
     """Whether every node of ``body`` is an op this module compiles, with supported attributes and
     dtypes (``view`` gives the element types, the body's own and its outer scope's)."""
+    constants = body_constants(body)
     for node in body.nodes:
         if node.domain not in ("", "ai.onnx") or node.op_type not in OPS or node.subgraphs:
             return False
-        if not _node_ok(node, view):
+        if not _node_ok(node, view, constants):
             return False
     return True
 
 
-def _node_ok(node: Node, view: GraphView) -> bool:
+def static_axes(node: Node, constants: dict[str, np.ndarray]) -> list[int] | None:
+    """Unsqueeze's or Squeeze's axes: the attribute (before opset 13) or a constant input."""
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = constants.get(node.inputs[1])
+        if value is None or value.dtype.kind != "i":
+            return None
+        axes = value.reshape(-1).tolist()
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _node_ok(node: Node, view: GraphView, constants: dict[str, np.ndarray]) -> bool:
     op = node.op_type
     ins = [n for n in node.inputs if n]
     dtype = view.dtype_of
+    if op in MOVES:
+        data = ins[:1] if op in ("Unsqueeze", "Squeeze") else ins
+        if op in ("Unsqueeze", "Squeeze") and static_axes(node, constants) is None:
+            return False
+        kinds = {dtype(n) for n in data}
+        return len(kinds) == 1 and kinds <= {_FLOAT, _BOOL} | _INDEX
     if op == "Constant":
-        return set(node.attributes) == {"value"} and np.asarray(node.attr("value")).dtype in (_FLOAT, _BOOL)
+        return set(node.attributes) == {"value"} and np.asarray(node.attr("value")).dtype in {_FLOAT, _BOOL} | _INDEX
     if op == "Gather":
         return node.attr("axis", 0) == 0 and len(ins) == 2 and dtype(ins[0]) == _FLOAT \
             and dtype(ins[1]) in _INDEX
@@ -119,6 +148,7 @@ def loop_source(body: Graph, arguments: Sequence[str], signature: LoopSignature)
     remaining reads are ``arguments`` after the carried ones."""
     names = [vi.name for vi in body.inputs]
     n_carried = len(names) - 2
+    constants = body_constants(body)
     local: dict[str, str] = {}
     kind: dict[str, tuple[int, np.dtype]] = {}
     params = [f"a{k}" for k in range(len(arguments))]
@@ -134,7 +164,7 @@ def loop_source(body: Graph, arguments: Sequence[str], signature: LoopSignature)
             continue  # passed in as an argument
         out = f"v{index}"
         expr, result = _expression(node, [local.get(n, "") for n in node.inputs],
-                                   [kind.get(n) for n in node.inputs])
+                                   [kind.get(n) for n in node.inputs], constants)
         lines.append(f"    {out} = {expr}")
         local[node.outputs[0]], kind[node.outputs[0]] = out, result
     outputs = [vi.name for vi in body.outputs]
@@ -153,8 +183,8 @@ def loop_source(body: Graph, arguments: Sequence[str], signature: LoopSignature)
                       [dt for _, dt in carried_kinds], [r for r, _ in carried_kinds])
 
 
-def _expression(node: Node, args: list[str], kinds: list[tuple[int, np.dtype] | None]
-                ) -> tuple[str, tuple[int, np.dtype]]:
+def _expression(node: Node, args: list[str], kinds: list[tuple[int, np.dtype] | None],
+                constants: dict[str, np.ndarray]) -> tuple[str, tuple[int, np.dtype]]:
     """(numba expression, (rank, dtype) of the result) of one body node."""
     op = node.op_type
     if any(a == "" for a, n in zip(args, node.inputs) if n):
@@ -163,6 +193,8 @@ def _expression(node: Node, args: list[str], kinds: list[tuple[int, np.dtype] | 
     ranks = [k[0] for _, k in present]  # type: ignore[index]
     dtypes = [k[1] for _, k in present]  # type: ignore[index]
     first = dtypes[0]
+    if op in MOVES:
+        return _move(node, args, ranks, dtypes, constants)
     # the values as they arrive must have the dtypes the body was claimed for
     if op == "Gather":
         if dtypes[0] != _FLOAT or dtypes[1] not in _INDEX:
@@ -205,6 +237,43 @@ def _expression(node: Node, args: list[str], kinds: list[tuple[int, np.dtype] | 
     raise Unsupported(f"{node.describe()}")  # pragma: no cover - OPS and this function agree
 
 
+def _move(node: Node, args: list[str], ranks: list[int], dtypes: list[np.dtype],
+          constants: dict[str, np.ndarray]) -> tuple[str, tuple[int, np.dtype]]:
+    """Unsqueeze, Squeeze, Concat and Transpose for the ranks at hand."""
+    op, x, rank = node.op_type, args[0], ranks[0]
+    if len(set(dtypes[:1] if op in ("Unsqueeze", "Squeeze") else dtypes)) != 1:
+        raise Unsupported(f"{node.describe()}: dtypes {dtypes}")
+    if op in ("Unsqueeze", "Squeeze"):
+        axes = static_axes(node, constants) or []
+        out_rank = rank + len(axes) if op == "Unsqueeze" else rank - len(axes)
+        bound = out_rank if op == "Unsqueeze" else rank
+        picked = sorted(a + bound if a < 0 else a for a in axes)
+        if not axes or len(set(picked)) != len(picked) or any(a < 0 or a >= bound for a in picked) \
+                or out_rank < 0:
+            raise Unsupported(f"{node.describe()}: axes {axes} for rank {rank}")
+        if op == "Unsqueeze":
+            if rank == 0:
+                return f"np.full(({', '.join(['1'] * out_rank)},), {x})", (out_rank, dtypes[0])
+            source = iter(range(rank))
+            dims = ["1" if k in picked else f"{x}.shape[{next(source)}]" for k in range(out_rank)]
+        else:
+            if out_rank == 0:
+                return f"single({x})", (0, dtypes[0])
+            dims = [f"{x}.shape[{k}]" for k in range(rank) if k not in picked]
+        return f"np.ascontiguousarray({x}).reshape(({', '.join(dims)},))", (out_rank, dtypes[0])
+    if op == "Concat":
+        axis = int(node.attr("axis", 0))
+        axis = axis + rank if axis < 0 else axis
+        if rank == 0 or len(set(ranks)) != 1 or not 0 <= axis < rank:
+            raise Unsupported(f"{node.describe()}: ranks {ranks}, axis {axis}")
+        return f"np.concatenate(({', '.join(a for a in args if a)},), axis={axis})", (rank, dtypes[0])
+    perm = node.attr("perm")
+    perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
+    if sorted(perm) != list(range(rank)) or rank < 2:
+        raise Unsupported(f"{node.describe()}: perm {perm} for rank {rank}")
+    return f"np.ascontiguousarray({x}.transpose(({', '.join(map(str, perm))},)))", (rank, dtypes[0])
+
+
 def _module(params: list[str], body_lines: list[str], returned: list[str], n_carried: int,
             scans: list[tuple[int, np.dtype]], use_condition: bool) -> str:
     """The module text: ``body`` (one iteration) and ``run`` (the loop)."""
@@ -217,7 +286,7 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
         "from numba import njit",
         "from onnxplug_numba.kernels.fastmath import exp32, sigmoid32, tanh32",
         "from onnxplug_numba.kernels.loop_helpers import (exp_array, gather_first, gemm, grown,",
-        "    matmul_1d_1d, matmul_1d_2d, matmul_2d, matmul_2d_1d, sigmoid_array, tanh_array, truth)",
+        "    matmul_1d_1d, matmul_1d_2d, matmul_2d, matmul_2d_1d, sigmoid_array, single, tanh_array, truth)",
         "",
         "_ZERO = np.float32(0)",
         "_ONE = np.float32(1)",

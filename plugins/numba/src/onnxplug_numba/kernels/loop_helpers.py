@@ -92,6 +92,15 @@ def truth(value):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def single(value):  # type: ignore[no-untyped-def]
+    """The element of an array of one element (Squeeze to 0-d)."""
+    flat = np.ascontiguousarray(value).reshape(value.size)
+    if flat.size != 1:
+        raise ValueError("Squeeze: a squeezed axis is not of size 1")
+    return flat[0]
+
+
+@njit(cache=True, nogil=True)
 def grown(buffer, used, limit):  # type: ignore[no-untyped-def]
     """``buffer``'s first ``used`` rows in a buffer of twice as many rows (at most ``limit``)."""
     rows = min(limit, max(2 * buffer.shape[0], 1))

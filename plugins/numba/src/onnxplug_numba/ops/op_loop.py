@@ -34,7 +34,8 @@ _UNSUPPORTED = object()
 
 @NumbaProvider.kernel("Loop", 11)
 class Loop(NumbaKernel):
-    """ONNX Loop with a body of float32 elementwise ops, products, reductions and Gather."""
+    """ONNX Loop with a body of float32 elementwise ops, products, reductions, Gather and data
+    movement (Unsqueeze, Squeeze, Concat, Transpose)."""
 
     wants_scope = True
 
@@ -61,10 +62,7 @@ class Loop(NumbaKernel):
         body = self.attr("body")
         self.body = body
         self.n_carried = len(body.inputs) - 2
-        constants = dict(body.initializers)
-        for n in body.nodes:
-            if n.op_type == "Constant":
-                constants[n.outputs[0]] = np.asarray(n.attr("value"))
+        constants = loop_codegen.body_constants(body)
         self.outer = body.outer_scope_reads()
         self.constant_names = list(constants)
         self.constant_values = list(constants.values())
