@@ -334,3 +334,20 @@ def test_data_movement(opset, rng, generic_calls):
              "w": rng.standard_normal((7, 4)).astype(np.float32)}
     got = check(model, feeds, generic_calls)
     assert [g.shape for g in got[1:]] == [(4, 4), (4, 1, 4), (4,)]
+
+
+def test_outputs_do_not_share_memory_with_weights(rng, generic_calls):
+    """A carried value that is a weight passed through: changing the output in place must not change
+    the weight the next run reads."""
+    body = [helper.make_node("Identity", ["w"], ["h_out"]), helper.make_node("Add", ["h_in", "w"], ["s"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"])]
+    inits = [scalar("n", 2, np.int64), scalar("c", True, np.bool_),
+             numpy_helper.from_array(np.arange(4, dtype=np.float32), "w")]
+    model = loop_model(body, [("h", "h_in", "h_out")], ["s"], [float_in("h", [4])], initializers=inits)
+    _, session = run_numba(model, {"h": np.zeros(4, np.float32)})
+    first = session.run(None, {"h": np.zeros(4, np.float32)})
+    first[0][...] = -100.0
+    second = session.run(None, {"h": np.zeros(4, np.float32)})
+    np.testing.assert_array_equal(second[0], np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(second[1], [np.arange(4), 2 * np.arange(4)])
+    assert not generic_calls

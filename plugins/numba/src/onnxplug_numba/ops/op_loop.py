@@ -97,7 +97,11 @@ class Loop(NumbaKernel):
         done = result[0]
         outputs = []
         for value, dtype, rank in zip(result[1:1 + self.n_carried], source.carried_dtypes, source.carried_ranks):
-            outputs.append(value if rank else np.asarray(value, dtype=dtype))
+            if not rank:
+                value = np.asarray(value, dtype=dtype)
+            elif any(value is v or value.base is v for v in values):
+                value = value.copy()  # passed through (Identity of a weight): the output owns its memory
+            outputs.append(value)
         outputs += [buffer[:done] for buffer in result[1 + self.n_carried:]]
         return tuple(outputs)
 
