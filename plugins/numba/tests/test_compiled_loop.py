@@ -25,13 +25,13 @@ F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 def generic_calls(monkeypatch):
     """How many Loop calls ran on the generic path."""
     calls = []
-    original = op_loop.GenericLoop.compute
+    original = op_loop.Loop.run_generic
 
     def spy(self, *args, **kwargs):
         calls.append(1)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(op_loop.GenericLoop, "compute", spy)
+    monkeypatch.setattr(op_loop.Loop, "run_generic", spy)
     return calls
 
 

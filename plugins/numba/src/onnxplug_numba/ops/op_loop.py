@@ -5,8 +5,9 @@ is a kernel call from Python (~2 us apiece). Compiled, an iteration of the suite
 about 2 us in all. The body is compiled at the first call, for the ranks and dtypes of that call's
 values (``fusion.loop_codegen``); numba caches the machine code on disk.
 
-Everything else runs on the generic path, the default provider's Loop with the body planned on the
-session's providers: zero iterations, values that are not tensors, ranks the generator does not
+Everything else runs on the generic path (``run_generic``: the body planned on the session's
+providers by ``KernelContext.compile_subgraph``, called once per iteration, as the default
+provider's Loop does): zero iterations, values that are not tensors, ranks the generator does not
 handle, and any error raised by the compiled loop (the generic path then raises the error that
 names the body node at fault, or computes the result if the compiled loop was wrong to fail).
 """
@@ -18,7 +19,6 @@ from typing import Any
 
 import numpy as np
 from numba.core.errors import NumbaError
-from onnxplug.providers.numpy.ops.op_loop import Loop as GenericLoop
 from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion import cache, loop_codegen
@@ -58,8 +58,10 @@ class Loop(NumbaKernel):
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
-        self.generic = GenericLoop(node, context)
         body = self.attr("body")
+        if context.compile_subgraph is None:
+            raise RuntimeError(f"{node.describe()}: this kernel context cannot compile subgraphs")
+        self.planned_body = context.compile_subgraph(body)
         self.body = body
         self.n_carried = len(body.inputs) - 2
         constants = loop_codegen.body_constants(body)
@@ -76,24 +78,24 @@ class Loop(NumbaKernel):
         go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
         values = [*carried, *(scope.get(n) for n in self.outer), *self.constant_values]
         if trips <= 0 or not go or any(v.__class__ is not np.ndarray for v in values):
-            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+            return self.run_generic(max_trips, cond, carried, scope)
         key = tuple((v.ndim, v.dtype.str) for v in values)
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = self._compile(key)
         if compiled is _UNSUPPORTED:
-            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+            return self.run_generic(max_trips, cond, carried, scope)
         run, source = compiled
         args = [v[()] if v.ndim == 0 else v for v in values]
         try:
             result = run(trips, True, *args)
         except NumbaError:  # numba could not type it: never again for these ranks and dtypes
             self._compiled[key] = _UNSUPPORTED
-            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+            return self.run_generic(max_trips, cond, carried, scope)
         except Exception:
             # the generic path raises the error that names the body node (or, should the
             # compiled loop have failed wrongly, computes the result)
-            return self.generic.compute(max_trips, cond, *carried, scope=scope)
+            return self.run_generic(max_trips, cond, carried, scope)
         done = result[0]
         outputs = []
         for value, dtype, rank in zip(result[1:1 + self.n_carried], source.carried_dtypes, source.carried_ranks):
@@ -104,6 +106,35 @@ class Loop(NumbaKernel):
             outputs.append(value)
         outputs += [buffer[:done] for buffer in result[1 + self.n_carried:]]
         return tuple(outputs)
+
+    def run_generic(self, max_trips: Any, cond: Any, carried: tuple, scope: Any) -> tuple:
+        """The loop run node by node: the body's plan called once per iteration."""
+        limit = None if max_trips is None else int(np.asarray(max_trips).reshape(-1)[0])
+        keep_going = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+        n_scan = len(self.body.outputs) - 1 - self.n_carried
+        state = [None, np.array(keep_going), *carried]  # the body's inputs: (i, cond, carried...)
+        scans: list[list] = [[] for _ in range(n_scan)]
+        i = 0
+        while keep_going and (limit is None or i < limit):
+            state[0] = np.array(i, dtype=np.int64)
+            out = self.planned_body(state, scope)
+            state[1:] = out[:1 + self.n_carried]
+            for k in range(n_scan):
+                scans[k].append(out[1 + self.n_carried + k])
+            if cond is not None:
+                keep_going = bool(np.asarray(out[0]).reshape(-1)[0])
+            i += 1
+        stacked = [np.stack(s) if s else self._no_scan(1 + self.n_carried + k) for k, s in enumerate(scans)]
+        return tuple(state[2:]) + tuple(stacked)
+
+    def _no_scan(self, index: int) -> np.ndarray:
+        """The stacked output of a body output that never produced a value (zero iterations)."""
+        vt = self.body.outputs[index].type
+        dtype = vt.dtype if vt is not None and vt.dtype is not None else np.float32
+        tail: tuple[int, ...] = ()
+        if vt is not None and vt.shape is not None and all(isinstance(d, int) for d in vt.shape):
+            tail = tuple(vt.shape)
+        return np.zeros((0, *tail), dtype=dtype)
 
     def _compile(self, key: tuple) -> Any:
         """The (run function, source) for these ranks and dtypes, or ``_UNSUPPORTED``."""
