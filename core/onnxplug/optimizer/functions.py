@@ -216,8 +216,18 @@ def _channels_last(b: _Body, node: Node, ins: list[str], outs: list[str], rank: 
     """An op rewritten to channels-last: transpose in, the standard op, transpose out."""
     if rank is None:
         return False
-    first = b.op("Transpose", [ins[0]], perm=channels_first_perm(rank))
-    y = b.op(node.op_type, [first, *ins[1:]], **_node_attrs(node, ()))
+    inputs = list(ins)
+    # the data and FusedConv's residual Z are channels-last
+    for position in (0, 3) if node.op_type == "FusedConv" else (0,):
+        if position < len(inputs) and inputs[position]:
+            inputs[position] = b.op("Transpose", [inputs[position]], perm=channels_first_perm(rank))
+    own = _BUILDERS.get(node.op_type) if node.op_type == "FusedConv" else None
+    if own is not None:  # the standard op is itself a function of this module: inline its body
+        y = "nchw_out"
+        if not own(b, node, inputs, [y], rank):
+            return False
+    else:
+        y = b.op(node.op_type, inputs, **_node_attrs(node, ()))
     b.op("Transpose", [y], outs[0], perm=channels_last_perm(rank))
     return True
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from onnxplug.ir import Node
+from onnxplug.ir import Graph, Node
 from onnxplug.kernel import Kernel
 from onnxplug.provider import ExecutionProvider
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS
+from onnxplug.providers.numpy.layout import channels_last_nodes
 from onnxplug.providers.numpy.registry import REGISTRY
 
 
@@ -28,6 +29,11 @@ class NumpyProvider(ExecutionProvider):
     def devices(cls) -> list[str]:
         """The host CPU."""
         return ["cpu (host memory)"]
+
+    def preferred_layout(self, node: Node, graph: Graph) -> str | None:
+        """"NHWC" for depthwise convolutions and the 1x1 convolutions and pools around them (see
+        :mod:`onnxplug.providers.numpy.layout`), else None (the standard layout)."""
+        return "NHWC" if id(node) in channels_last_nodes(graph) else None
 
     def resolve_kernel(self, node: Node) -> type[Kernel] | None:
         """The provider's own kernel, else an adapter over onnx.reference's implementation."""

@@ -1,0 +1,195 @@
+"""The numpy provider's channels-last region: depthwise convolutions and the 1x1 convolutions and
+pools around them run as com.onnxplug.nhwc ops (ops/_channels_last.py, layout.py). Every value is
+checked against onnxruntime on the original NCHW model."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxplug as ort
+from onnxplug.providers.numpy.ops import _channels_last
+from onnxplug.testing.model_suite import build, sample_inputs
+from tests.numpy_provider.test_depthwise_conv import CASES
+
+RNG = np.random.default_rng(7)
+F = TensorProto.FLOAT
+
+
+def f32(*shape: int) -> np.ndarray:
+    return np.asarray(RNG.standard_normal(shape), dtype=np.float32)
+
+
+def _model(nodes, x_shape, out_shape, inits) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "channels_last", [helper.make_tensor_value_info("x", F, x_shape)],
+                              [helper.make_tensor_value_info("y", F, out_shape)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def _out_shape(x_shape, w_shape, attrs) -> list:
+    """ONNX Conv output shape via onnxruntime-independent shape inference."""
+    m = _model([helper.make_node("Conv", ["x", "w"], ["y"], group=x_shape[1], **attrs)], x_shape, None,
+               {"w": np.zeros(w_shape, np.float32)})
+    inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    return [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim]
+
+
+def _run_both(proto: onnx.ModelProto, feeds, tmp_path) -> tuple[list, list, Counter]:
+    """(ours at the default optimization level, onnxruntime's, op counts of our optimized model)."""
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ours = ort.InferenceSession(proto.SerializeToString(), so, providers=["numpy"]).run(None, feeds)
+    expected = onnxruntime.InferenceSession(proto.SerializeToString(),
+                                            providers=["CPUExecutionProvider"]).run(None, feeds)
+    saved = onnx.load(so.optimized_model_filepath)
+    return ours, expected, Counter(f"{n.domain}:{n.op_type}" for n in saved.graph.node)
+
+
+def _block(x_shape, w_shape, attrs, bias: bool, epilogue: str):
+    """Depthwise Conv [+ bias] then: nothing, Relu6, or a residual Add of the input (when the
+    shapes allow) then Relu."""
+    c = x_shape[1]
+    inits = {"w": f32(*w_shape)}
+    inputs = ["x", "w"] + (["b"] if bias else [])
+    if bias:
+        inits["b"] = f32(w_shape[0])
+    out_shape = _out_shape(x_shape, w_shape, attrs)
+    nodes = [helper.make_node("Conv", inputs, ["c"], group=c, **attrs)]
+    if epilogue == "relu6":
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+        inits["lo"], inits["hi"] = np.array(0, np.float32), np.array(6, np.float32)
+    elif epilogue == "residual" and out_shape == list(x_shape):
+        nodes += [helper.make_node("Add", ["c", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    else:
+        nodes[0].output[0] = "y"
+    return _model(nodes, x_shape, out_shape, inits)
+
+
+def _assert_close(ours, expected) -> None:
+    for a, e in zip(ours, expected):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name,xs,ws,attrs", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("bias,epilogue", [(False, "none"), (True, "relu6"), (True, "residual")],
+                         ids=["plain", "bias relu6", "bias residual"])
+def test_depthwise_layers_match_onnxruntime(tmp_path, name, xs, ws, attrs, bias, epilogue):
+    """Every depthwise geometry of the NCHW kernel's tests: 2-D ones with one weight per channel
+    run channels-last (fast path or, for a dilation with a stride, the NCHW kernel between
+    transposes); the others stay NCHW."""
+    proto = _block(xs, ws, attrs, bias, epilogue)
+    ours, expected, counts = _run_both(proto, {"x": f32(*xs)}, tmp_path)
+    _assert_close(ours, expected)
+    channels_last = sum(n for op, n in counts.items() if op.startswith("com.onnxplug.nhwc:"))
+    assert channels_last == (1 if len(xs) == 4 and ws[0] == xs[1] else 0), counts
+
+
+def _separable(x_shape, expand: int, stride: int, pointwise_attrs: dict, pool: bool) -> onnx.ModelProto:
+    """1x1 expand + Relu -> depthwise 3x3 (stride) + Relu6 -> 1x1 project [-> GlobalAveragePool]."""
+    n, c, h, w = x_shape
+    wide = c * expand
+    inits = {"we": f32(wide, c, 1, 1), "be": f32(wide), "wd": f32(wide, 1, 3, 3), "bd": f32(wide),
+             "wp": f32(c, wide, 1, 1), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "we", "be"], ["e"]), helper.make_node("Relu", ["e"], ["er"]),
+             helper.make_node("Conv", ["er", "wd", "bd"], ["d"], group=wide, strides=[stride, stride], pads=[1] * 4),
+             helper.make_node("Clip", ["d", "lo", "hi"], ["dr"]),
+             helper.make_node("Conv", ["dr", "wp"], ["p"], **pointwise_attrs)]
+    oh = (h - 1) // stride + 1
+    ow = (w - 1) // stride + 1
+    ps, pp = pointwise_attrs.get("strides", [1, 1]), pointwise_attrs.get("pads", [0] * 4)
+    oh, ow = (oh + pp[0] + pp[2] - 1) // ps[0] + 1, (ow + pp[1] + pp[3] - 1) // ps[1] + 1
+    if pool:
+        nodes.append(helper.make_node("GlobalAveragePool", ["p"], ["y"]))
+        out = [n, c, 1, 1]
+    else:
+        nodes[-1].output[0] = "y"
+        out = [n, c, oh, ow]
+    return _model(nodes, x_shape, out, inits)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("pointwise_attrs,fast", [({}, True), ({"strides": [2, 2]}, True),
+                                                  ({"pads": [1, 0, 0, 1]}, False)],
+                         ids=["1x1", "1x1 stride 2", "1x1 with pads"])
+@pytest.mark.parametrize("pool", [False, True], ids=["conv out", "pooled"])
+def test_separable_block_runs_channels_last_and_matches(tmp_path, monkeypatch, stride, pointwise_attrs, fast, pool):
+    """A MobileNet block: one channels-last region from the first 1x1 to the pool, one Transpose
+    at each end. A padded 1x1 (no fast path) runs the NCHW kernel between transposes."""
+    fast_calls = []
+    real = _channels_last.conv_1x1_nhwc
+    monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
+                        lambda *a: fast_calls.append(1) or real(*a))
+    proto = _separable((2, 8, 13, 11), 3, stride, pointwise_attrs, pool)
+    ours, expected, counts = _run_both(proto, {"x": f32(2, 8, 13, 11)}, tmp_path)
+    _assert_close(ours, expected)
+    assert counts[":Transpose"] == 2, counts
+    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == 3, counts
+    assert counts["com.onnxplug.nhwc:GlobalAveragePool"] == int(pool), counts
+    assert len(fast_calls) == (2 if fast else 1)  # the expansion, and the projection unless padded
+
+
+@pytest.mark.parametrize("images", [1, 3])
+def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, images):
+    """Large enough work (here: a wide layer, batch 3) runs images or row blocks on both product
+    threads; values still match."""
+    splits = []
+    real = _channels_last.parallel_for
+
+    def spy(count, body, macs):
+        done = real(count, body, macs)
+        splits.append(done)
+        return done
+
+    monkeypatch.setattr(_channels_last, "parallel_for", spy)
+    proto = _separable((images, 32, 56, 56), 6, 1, {}, False)
+    ours, expected, counts = _run_both(proto, {"x": f32(images, 32, 56, 56)}, tmp_path)
+    _assert_close(ours, expected)
+    assert splits and any(splits) == (images > 1), splits
+
+
+def test_reused_scratch_contents_never_reach_outputs(tmp_path, monkeypatch):
+    """The depthwise scratch is reused across calls and only its padding is zeroed: filled with NaN
+    before every use, outputs still match (every stride phase, uneven pads)."""
+    real = _channels_last._scratch
+
+    def poisoned(dtype, size):
+        buf = real(dtype, size)
+        buf.fill(np.nan)
+        return buf
+
+    monkeypatch.setattr(_channels_last, "_scratch", poisoned)
+    for xs, ws, attrs in [((2, 5, 13, 12), (5, 1, 3, 3), dict(strides=[2, 2], pads=[0, 2, 1, 0])),
+                          ((1, 4, 11, 14), (4, 1, 4, 3), dict(strides=[3, 2], pads=[2, 1, 1, 2])),
+                          ((1, 3, 12, 14), (3, 1, 3, 3), dict(dilations=[2, 2], pads=[2, 2, 2, 2]))]:
+        proto = _block(xs, ws, attrs, True, "relu6")
+        ours, expected, counts = _run_both(proto, {"x": f32(*xs)}, tmp_path)
+        _assert_close(ours, expected)
+        assert counts["com.onnxplug.nhwc:FusedConv"] == 1, counts
+
+
+def test_mobilenet_runs_channels_last_and_resnet_does_not(tmp_path):
+    """MobileNetV2: every depthwise and 1x1 layer and the pool channels-last, with one Transpose
+    in (after the stem conv) and one out; the saved optimized model (function bodies for the nhwc
+    ops) runs in onnxruntime with the same outputs. ResNet-18 has no depthwise layer: all NCHW."""
+    feeds = sample_inputs("mobilenetv2", batch=2)
+    proto = build("mobilenetv2")
+    ours, expected, counts = _run_both(proto, feeds, tmp_path)
+    _assert_close(ours, expected)
+    convs = Counter(n.op_type for n in proto.graph.node)["Conv"]
+    assert counts[":Transpose"] == 2, counts
+    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == convs - 1, counts
+    assert counts["com.onnxplug.nhwc:GlobalAveragePool"] == 1, counts
+    saved = onnxruntime.InferenceSession(str(tmp_path / "optimized.onnx"), providers=["CPUExecutionProvider"])
+    _assert_close(saved.run(None, feeds), expected)
+
+    _, _, counts = _run_both(build("resnet18"), sample_inputs("resnet18", batch=1), tmp_path)
+    assert not any(op.startswith("com.onnxplug.nhwc:") for op in counts) and counts[":Transpose"] == 0, counts
