@@ -10,6 +10,8 @@ layers (ResNets) stay NCHW, where im2col serves their dense kernels best.
 
 from __future__ import annotations
 
+import numpy as np
+
 from onnxplug.ir import Graph, Node
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN
 
@@ -17,6 +19,7 @@ from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN
 ELEMENTWISE = frozenset({"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip",
                          "Abs", "Neg", "Exp", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"})
 _CONVS = {("", "Conv"), (OWN_DOMAIN, "FusedConv"), (NHWC_DOMAIN, "Conv"), (NHWC_DOMAIN, "FusedConv")}
+_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _POOLS = {("", "GlobalAveragePool"), (NHWC_DOMAIN, "GlobalAveragePool")}
 
 
@@ -26,6 +29,8 @@ def _conv_kind(graph: Graph, node: Node) -> str | None:
         return None
     x, w = graph.type_of(node.inputs[0]), graph.type_of(node.inputs[1])
     if x is None or w is None or x.shape is None or w.shape is None or len(x.shape) != 4 or len(w.shape) != 4:
+        return None
+    if x.dtype not in _FAST_DTYPES:  # others run the NCHW kernel between transposes: no gain
         return None
     channels = x.shape[3] if node.domain == NHWC_DOMAIN else x.shape[1]
     group = int(node.attr("group", 1))

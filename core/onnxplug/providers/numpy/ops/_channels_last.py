@@ -70,22 +70,25 @@ class _TapGroup:
 
 
 class DepthwiseWeights:
-    """Per (weight, output width): the taps' weights tiled over an output row, per tap group
-    (kh, columns in the group, out_w * C). Kept for the weight object last seen."""
+    """Per (weight, bias, output width): the taps' weights tiled over an output row, per tap group
+    (kh, columns in the group, out_w * C), and the bias tiled likewise. Kept for the weight and
+    bias objects last seen (constant initializers in practice)."""
 
     def __init__(self) -> None:
-        self._cached: tuple[object, int, list[np.ndarray]] | None = None
+        self._cached: tuple[object, object, int, list[np.ndarray], np.ndarray | None] | None = None
 
-    def get(self, w: np.ndarray, ow: int, groups: list[_TapGroup], dtype: np.dtype) -> list[np.ndarray]:
+    def get(self, w: np.ndarray, bias: np.ndarray | None, ow: int, groups: list[_TapGroup], dtype: np.dtype
+            ) -> tuple[list[np.ndarray], np.ndarray | None]:
         cached = self._cached
-        if cached is not None and cached[0] is w and cached[1] == ow:
-            return cached[2]
+        if cached is not None and cached[0] is w and cached[1] is bias and cached[2] == ow:
+            return cached[3], cached[4]
         c, kh = w.shape[0], w.shape[2]
         taps = w.reshape(c, kh, -1).transpose(1, 2, 0).astype(dtype)  # (kh, kw, C)
         tiles = [np.ascontiguousarray(np.broadcast_to(taps[:, g.columns, None, :], (kh, len(g.columns), ow, c)))
                  .reshape(kh, len(g.columns), ow * c) for g in groups]
-        self._cached = (w, ow, tiles)
-        return tiles
+        bias_row = None if bias is None else np.tile(bias.astype(dtype, copy=False), ow)
+        self._cached = (w, bias, ow, tiles, bias_row)
+        return tiles, bias_row
 
 
 def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides: Sequence[int],
@@ -114,8 +117,7 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
             firsts = [j * dw // sw for j in cols]
             groups.append(_TapGroup(t, cols, firsts[0], firsts[1] - firsts[0] if len(cols) > 1 else 0))
     pw = -(-wp // sw)  # columns per phase
-    tiles = weights.get(w, ow, groups, dtype)
-    bias_row = None if bias is None else np.tile(bias.astype(dtype, copy=False), ow)
+    tiles, bias_row = weights.get(w, bias, ow, groups, dtype)
     row = pw * c  # values per phase row
     item = np.dtype(dtype).itemsize
 
