@@ -60,3 +60,35 @@ def test_product_is_the_same_from_any_thread(two_product_threads):
         with ThreadPoolExecutor(1) as pool:
             on_worker = pool.submit(blas.matmul, a, b).result()
         np.testing.assert_array_equal(on_main, on_worker)
+
+
+def test_shared_units_run_once_each_and_the_caller_takes_what_a_busy_worker_cannot(two_product_threads):
+    """parallel_for hands units to whichever thread is free: every unit runs exactly once, and
+    with the only worker held up the calling thread does them all instead of waiting."""
+    ran: list[tuple[int, str]] = []
+    assert blas.parallel_for(40, lambda i: ran.append((i, threading.current_thread().name)),
+                             blas.SPLIT_PRODUCT_MACS)
+    assert sorted(i for i, _ in ran) == list(range(40))
+
+    release = threading.Event()
+    blocker = blas.PRODUCT_THREADS.pool().submit(release.wait, 30)  # the one worker is busy
+    ran.clear()
+    try:
+        assert blas.parallel_for(6, lambda i: ran.append((i, threading.current_thread().name)),
+                                 blas.SPLIT_PRODUCT_MACS)
+        # parallel_for returned while the worker was still blocked: the caller ran every unit
+        assert not blocker.done()
+        assert sorted(i for i, _ in ran) == list(range(6))
+        assert {name for _, name in ran} == {threading.current_thread().name}
+    finally:
+        release.set()
+        blocker.result()
+
+
+def test_an_error_in_a_unit_reaches_the_caller(two_product_threads):
+    def body(i: int) -> None:
+        if i == 3:
+            raise ValueError("unit 3 failed")
+
+    with pytest.raises(ValueError, match="unit 3 failed"):
+        blas.parallel_for(8, body, blas.SPLIT_PRODUCT_MACS)

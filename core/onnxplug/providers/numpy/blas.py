@@ -7,14 +7,15 @@ numpy's BLAS (OpenBLAS) keeps one process-wide pool, and three of its traits hur
 - the pool size set from a thread other than the main one is ignored.
 
 So the provider pins the pool to one thread and parallelises large products itself: a product of at
-least ``SPLIT_PRODUCT_MACS`` multiply-adds is cut into ``intra_op_num_threads`` column (or row)
-blocks, one per thread. Every block is a single-threaded BLAS call whose cut depends only on the
-shapes, so results are the same whichever thread runs a session, and concurrent runs match serial
-ones bit for bit.
+least ``SPLIT_PRODUCT_MACS`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column (or row) blocks
+per ``intra_op_num_threads``, which the threads take as they become free. Every block is a
+single-threaded BLAS call whose cut depends only on the shapes, so results are the same whichever
+thread runs a block or a session, and concurrent runs match serial ones bit for bit.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,10 @@ SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000)
 #: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
+#: Blocks of a split product per thread, shared out as threads become free (see ``_share``). Two
+#: were no better in paired runs (transformer batch 8 3-7% slower: each block packs the shared
+#: operand again).
+BLOCKS_PER_THREAD = 1
 #: Narrowest block a split may produce (columns or rows): BLAS kernels work in panels of 8-16.
 _MIN_BLOCK = 16
 
@@ -86,13 +91,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     if out is None:
         out = np.empty(batch_shape + (m, n), dtype=np.result_type(a.dtype, b.dtype))
+    blocks = parts * BLOCKS_PER_THREAD
     if n >= m or m < parts * _MIN_BLOCK:  # split the columns of b and out
-        cuts = _cuts(n, parts)
+        cuts = _cuts(n, blocks)
         jobs = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in cuts]
     else:  # split the rows of a and out
-        cuts = _cuts(m, parts)
+        cuts = _cuts(m, blocks)
         jobs = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cuts]
-    _run_on_threads([lambda x=x, y=y, o=o: np.matmul(x, y, out=o) for x, y, o in jobs])
+    _share(len(jobs), lambda i: np.matmul(jobs[i][0], jobs[i][1], out=jobs[i][2]), parts - 1)
     return out
 
 
@@ -105,28 +111,45 @@ def _cuts(size: int, parts: int) -> list[tuple[int, int]]:
 
 
 def parallel_for(count: int, body: Callable[[int], None], macs: int) -> bool:
-    """Run ``body(i)`` for i in range(count) on the product threads, contiguous ranges per thread,
-    when the work (``macs`` multiply-adds in all) is large enough to split; return whether it ran.
+    """Run ``body(i)`` for i in range(count) on the product threads when the work (``macs``
+    multiply-adds in all) is large enough to split; return whether it ran.
 
-    ``body`` must call plain ``np.matmul`` (single-threaded BLAS), never ``matmul``: the workers it
-    runs on are the ones a split product would wait for.
+    Units are handed out in order to whichever thread is free (see ``_share``). ``body`` must call
+    plain ``np.matmul`` (single-threaded BLAS), never ``matmul``: the workers it runs on are the
+    ones a split product would wait for.
     """
     parts = min(PRODUCT_THREADS.threads, count)
     if parts < 2 or macs < SPLIT_PRODUCT_MACS:
         return False
-
-    def run(lo: int, hi: int) -> None:
-        for i in range(lo, hi):
-            body(i)
-
-    step = -(-count // parts)
-    _run_on_threads([lambda lo=lo: run(lo, min(lo + step, count)) for lo in range(0, count, step)])
+    _share(count, body, parts - 1)
     return True
 
 
-def _run_on_threads(tasks: list[Callable[[], None]]) -> None:
-    """Run the first task on the calling thread and the others on the workers; wait for all."""
-    pending = [PRODUCT_THREADS.pool().submit(task) for task in tasks[1:]]
-    tasks[0]()
-    for f in pending:
-        f.result()
+def _share(count: int, body: Callable[[int], None], helpers: int) -> None:
+    """``body(i)`` for every i < count, each unit taken in order by the calling thread or one of
+    ``helpers`` workers, whichever is free first; returns when all are done.
+
+    The calling thread starts at once; a sleeping worker takes ~0.1-0.3 ms to wake on the test VM,
+    and a vCPU the host is busy with may not run it for longer. Sharing units instead of handing
+    each thread a fixed half keeps a late worker from holding up the product: the calling thread
+    takes the units it has not reached, and does not wait for a worker that never started."""
+    taken = itertools.count()  # next() is atomic under the GIL
+    stop = False
+
+    def loop() -> None:
+        for i in taken:
+            if i >= count or stop:
+                return
+            body(i)
+
+    pending = [PRODUCT_THREADS.pool().submit(loop) for _ in range(helpers)]
+    try:
+        loop()
+    except BaseException:
+        stop = True
+        raise
+    finally:
+        for f in pending:
+            # a worker that has not started has nothing left to do: it is not waited for
+            if not f.cancel() and not stop:
+                f.result()
