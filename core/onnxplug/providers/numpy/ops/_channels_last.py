@@ -18,13 +18,13 @@ standard kernel and transposes back. Work is not cut into cache-sized bands: an 
 from __future__ import annotations
 
 import math
-import threading
 from typing import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from onnxplug.providers.numpy.blas import matmul, parallel_for
+from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 
 #: ``epilogue(view, index)``: residual and activation in place on ``out[index]`` = ``view``.
 Epilogue = Callable[[np.ndarray, tuple], None]
@@ -32,24 +32,12 @@ Epilogue = Callable[[np.ndarray, tuple], None]
 #: Pixels per row of the tiled bias of a 1x1 convolution.
 BIAS_TILE = 64
 
-#: Larger scratch (huge images) is not kept across calls.
-SCRATCH_KEPT_BYTES = 32 << 20
-
-_SCRATCH = threading.local()
+_SCRATCH = ThreadScratch(32 << 20)
 
 
 def _scratch(dtype: np.dtype, size: int) -> np.ndarray:
-    """``size`` elements of ``dtype`` from a buffer this thread keeps across calls (fresh multi-MB
-    temporaries cost page faults on every call)."""
-    buffers = getattr(_SCRATCH, "buffers", None)
-    if buffers is None:
-        buffers = _SCRATCH.buffers = {}
-    buf = buffers.get(dtype)
-    if buf is None or buf.size < size:
-        buf = np.empty(size, dtype=dtype)
-        if size * buf.itemsize <= SCRATCH_KEPT_BYTES:
-            buffers[dtype] = buf
-    return buf[:size]
+    """``size`` elements of ``dtype`` from a buffer this thread keeps across calls."""
+    return _SCRATCH.get(dtype, size)
 
 
 def to_first(x: np.ndarray) -> np.ndarray:

@@ -25,7 +25,6 @@ epilogue (residual, activation) runs on each unit's output.
 from __future__ import annotations
 
 import math
-import threading
 from itertools import product
 from typing import Callable, Sequence
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
+from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 
 #: Applied in place to one unit's output ``view``; ``index`` selects the same elements of the full
 #: (N, M, *spatial) output, for a residual.
@@ -59,24 +59,13 @@ SHIFTED_ROWS = True
 DEPTHWISE_MAC_COST = 4
 
 
-_WORKSPACE = threading.local()
+_WORKSPACE = ThreadScratch(8 * BLOCK_BYTES)
 
 
 def _workspace(dtype: np.dtype, size: int) -> np.ndarray:
-    """``size`` elements of ``dtype`` from a buffer this thread keeps across units and calls.
-
-    Fresh multi-MB temporaries per unit are at the mercy of malloc's trimming: for some unit sizes
-    every unit's pages are returned to the system and faulted back in (measured: 32 x 112 x 112 in
-    units of 11 channels 9.1 ms, of 8 channels 1.2 ms)."""
-    buffers = getattr(_WORKSPACE, "buffers", None)
-    if buffers is None:
-        buffers = _WORKSPACE.buffers = {}
-    buf = buffers.get(dtype)
-    if buf is None or buf.size < size:
-        buf = np.empty(size, dtype=dtype)
-        if size * buf.itemsize <= 8 * BLOCK_BYTES:  # larger ones (huge single channels) are not kept
-            buffers[dtype] = buf
-    return buf[:size]
+    """``size`` elements of ``dtype`` from a buffer this thread keeps across units and calls (see
+    ThreadScratch: fresh multi-MB temporaries per unit cost page faults)."""
+    return _WORKSPACE.get(dtype, size)
 
 
 class _Shape:
