@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
-from onnxplug.providers.numpy.ops._channels_last import BIAS_TILE, DepthwiseWeights, conv_1x1_nhwc, depthwise_nhwc, to_first, to_last
+from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, DepthwiseWeights, conv_1x1_nhwc, depthwise_nhwc,
+                                                         to_first, to_last)
 from onnxplug.providers.numpy.ops.op_conv import Conv
 from onnxplug.providers.numpy.ops.op_fused_conv import FusedConv, ResidualActivation
 from onnxplug.providers.numpy.registry import op
@@ -53,10 +54,9 @@ class _ChannelsLast:
         shape = (x.shape[0], *out_sp, w.shape[0])
         if z is not None and z.shape != shape:
             z = np.broadcast_to(z, shape)
-        if depthwise:
-            epilogue = ResidualActivation(z, activation, params) if z is not None or activation else None
-            return depthwise_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.depthwise_weights)
         epilogue = ResidualActivation(z, activation, params) if z is not None or activation else None
+        if depthwise:
+            return depthwise_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.depthwise_weights)
         return conv_1x1_nhwc(x, *self.pointwise_weights(w, b), strides, epilogue)
 
 
