@@ -10,16 +10,14 @@ layers (ResNets) stay NCHW, where im2col serves their dense kernels best.
 
 from __future__ import annotations
 
-import numpy as np
-
 from onnxplug.ir import Graph, Node
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN
+from onnxplug.providers.numpy.ops._channels_last import FAST_DTYPES
 
 #: Ops a channels-last region may pass through: elementwise, so indifferent to the layout.
 ELEMENTWISE = frozenset({"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip",
                          "Abs", "Neg", "Exp", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"})
 _CONVS = {("", "Conv"), (OWN_DOMAIN, "FusedConv"), (NHWC_DOMAIN, "Conv"), (NHWC_DOMAIN, "FusedConv")}
-_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _POOLS = {("", "GlobalAveragePool"), (NHWC_DOMAIN, "GlobalAveragePool")}
 
 
@@ -30,7 +28,7 @@ def _conv_kind(graph: Graph, node: Node) -> str | None:
     x, w = graph.type_of(node.inputs[0]), graph.type_of(node.inputs[1])
     if x is None or w is None or x.shape is None or w.shape is None or len(x.shape) != 4 or len(w.shape) != 4:
         return None
-    if x.dtype not in _FAST_DTYPES:  # others run the NCHW kernel between transposes: no gain
+    if x.dtype not in FAST_DTYPES:  # others run the NCHW kernel between transposes: no gain
         return None
     channels = x.shape[3] if node.domain == NHWC_DOMAIN else x.shape[1]
     group = int(node.attr("group", 1))

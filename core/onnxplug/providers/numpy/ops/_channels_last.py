@@ -29,6 +29,9 @@ from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 #: ``epilogue(view, index)``: residual and activation in place on ``out[index]`` = ``view``.
 Epilogue = Callable[[np.ndarray, tuple], None]
 
+#: The dtypes of the fast paths; others run the NCHW kernel between transposes.
+FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 #: Pixels per row of the tiled bias of a 1x1 convolution.
 BIAS_TILE = 64
 

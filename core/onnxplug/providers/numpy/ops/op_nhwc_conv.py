@@ -9,14 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
-from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, DepthwiseWeights, conv_1x1_nhwc, depthwise_nhwc,
-                                                         to_first, to_last)
+from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, FAST_DTYPES, DepthwiseWeights, conv_1x1_nhwc,
+                                                         depthwise_nhwc, to_first, to_last)
 from onnxplug.providers.numpy.ops.op_conv import Conv
 from onnxplug.providers.numpy.ops.op_fused_conv import FusedConv, ResidualActivation
 from onnxplug.providers.numpy.registry import op
-
-_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
 
 class _ChannelsLast:
     """The channels-last fast paths shared by both ops; ``None`` when neither applies."""
@@ -38,7 +35,7 @@ class _ChannelsLast:
              activation: str, params: list[float]) -> np.ndarray | None:
         attrs = self.conv_attrs  # type: ignore[attr-defined]
         kernel = w.shape[2:]
-        if x.dtype not in _FAST_DTYPES or w.dtype != x.dtype or (b is not None and b.dtype != x.dtype) \
+        if x.dtype not in FAST_DTYPES or w.dtype != x.dtype or (b is not None and b.dtype != x.dtype) \
                 or x.ndim < 3 or len(kernel) != x.ndim - 2 or x.size == 0 \
                 or (attrs.kernel_shape is not None and list(attrs.kernel_shape) != list(kernel)):
             return None
