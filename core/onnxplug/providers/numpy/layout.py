@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from onnxplug.ir import Graph, Node
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN
+from onnxplug.optimizer.passes.transpose_optimization import BINARY, UNARY
 from onnxplug.providers.numpy.ops._channels_last import FAST_DTYPES
 
-#: Ops a channels-last region may pass through: elementwise, so indifferent to the layout.
-ELEMENTWISE = frozenset({"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip",
-                         "Abs", "Neg", "Exp", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"})
+#: Ops a channels-last region may pass through: the elementwise ops TransposeOptimization pushes
+#: Transposes through, so none is left inside a region.
+ELEMENTWISE = UNARY | BINARY
 _CONVS = {("", "Conv"), (OWN_DOMAIN, "FusedConv"), (NHWC_DOMAIN, "Conv"), (NHWC_DOMAIN, "FusedConv")}
 _POOLS = {("", "GlobalAveragePool"), (NHWC_DOMAIN, "GlobalAveragePool")}
 

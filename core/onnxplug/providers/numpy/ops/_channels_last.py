@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from onnxplug.optimizer.functions import channels_first_perm, channels_last_perm
 from onnxplug.providers.numpy.blas import matmul, parallel_for
 from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 
@@ -45,12 +46,12 @@ def _scratch(dtype: np.dtype, size: int) -> np.ndarray:
 
 def to_first(x: np.ndarray) -> np.ndarray:
     """NHWC... -> NCHW... (a view)."""
-    return x.transpose(0, x.ndim - 1, *range(1, x.ndim - 1))
+    return x.transpose(channels_first_perm(x.ndim))
 
 
 def to_last(x: np.ndarray) -> np.ndarray:
     """NCHW... -> NHWC... as a contiguous array."""
-    return np.ascontiguousarray(x.transpose(0, *range(2, x.ndim), 1))
+    return np.ascontiguousarray(x.transpose(channels_last_perm(x.ndim)))
 
 
 class _TapGroup:
