@@ -193,3 +193,25 @@ def test_mobilenet_runs_channels_last_and_resnet_does_not(tmp_path):
 
     _, _, counts = _run_both(build("resnet18"), sample_inputs("resnet18", batch=1), tmp_path)
     assert not any(op.startswith("com.onnxplug.nhwc:") for op in counts) and counts[":Transpose"] == 0, counts
+
+
+def test_layout_answers_follow_the_graph_they_are_asked_about():
+    """preferred_layout finds a graph's regions once and answers every node from them; a changed
+    graph (here: its depthwise layers removed) is looked at again."""
+    from onnxplug.ir import load_model
+    from onnxplug.providers.numpy import NumpyProvider
+    from onnxplug.providers.numpy.layout import channels_last_nodes
+
+    from onnxplug.optimizer import optimize_model
+
+    model = load_model(build("mobilenetv2"))
+    provider = NumpyProvider()
+    optimize_model(model, int(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED), [provider])  # fused, NCHW
+    graph = model.graph
+    wanted = channels_last_nodes(graph)
+    answers = {id(n): provider.preferred_layout(n, graph) for n in graph.nodes}
+    assert {k for k, v in answers.items() if v == "NHWC"} == wanted
+    convs = sum(n.op_type in ("Conv", "FusedConv") for n in graph.nodes)
+    assert len(wanted) == convs - 1 + 1  # every convolution but the stem, and the pool
+    graph.nodes = [n for n in graph.nodes if int(n.attr("group", 1)) == 1]  # no depthwise layer left
+    assert all(provider.preferred_layout(n, graph) is None for n in graph.nodes)

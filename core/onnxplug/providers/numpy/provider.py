@@ -22,6 +22,7 @@ class NumpyProvider(ExecutionProvider):
     def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
         super().__init__(options, intra_op_num_threads=intra_op_num_threads)
         self.kernel_registry = REGISTRY
+        self._channels_last: tuple[Graph, tuple[int, ...], set[int]] | None = None
         # process-wide, as numpy's BLAS: the last session created sets it for all
         PRODUCT_THREADS.configure(intra_op_num_threads)
 
@@ -33,7 +34,14 @@ class NumpyProvider(ExecutionProvider):
     def preferred_layout(self, node: Node, graph: Graph) -> str | None:
         """"NHWC" for depthwise convolutions and the 1x1 convolutions and pools around them (see
         :mod:`onnxplug.providers.numpy.layout`), else None (the standard layout)."""
-        return "NHWC" if id(node) in channels_last_nodes(graph) else None
+        # The layout pass asks about every convolution of a graph in a row: the regions are found
+        # once per graph state (the nodes' identities), not once per node. A stale answer could only
+        # cost speed: the pass still checks that the provider runs the channels-last twin.
+        key = tuple(map(id, graph.nodes))
+        cached = self._channels_last
+        if cached is None or cached[0] is not graph or cached[1] != key:
+            cached = self._channels_last = (graph, key, channels_last_nodes(graph))
+        return "NHWC" if id(node) in cached[2] else None
 
     def resolve_kernel(self, node: Node) -> type[Kernel] | None:
         """The provider's own kernel, else an adapter over onnx.reference's implementation."""
