@@ -156,17 +156,9 @@ def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, imag
     assert splits and any(splits) == (images > 1), splits
 
 
-def test_reused_scratch_contents_never_reach_outputs(tmp_path, monkeypatch):
+def test_reused_scratch_contents_never_reach_outputs(tmp_path, poisoned_scratch):
     """The depthwise scratch is reused across calls and only its padding is zeroed: filled with NaN
     before every use, outputs still match (every stride phase, uneven pads)."""
-    real = _channels_last._scratch
-
-    def poisoned(dtype, size):
-        buf = real(dtype, size)
-        buf.fill(np.nan)
-        return buf
-
-    monkeypatch.setattr(_channels_last, "_scratch", poisoned)
     for xs, ws, attrs in [((2, 5, 13, 12), (5, 1, 3, 3), dict(strides=[2, 2], pads=[0, 2, 1, 0])),
                           ((1, 4, 11, 14), (4, 1, 4, 3), dict(strides=[3, 2], pads=[2, 1, 1, 2])),
                           ((1, 3, 12, 14), (3, 1, 3, 3), dict(dilations=[2, 2], pads=[2, 2, 2, 2]))]:

@@ -123,17 +123,9 @@ def test_non_finite_inputs_stay_in_their_own_outputs():
 
 
 @pytest.mark.parametrize("name,xs,ws,attrs", CASES[:12], ids=[c[0] for c in CASES[:12]])
-def test_reused_workspace_contents_never_reach_outputs(monkeypatch, name, xs, ws, attrs):
+def test_reused_workspace_contents_never_reach_outputs(monkeypatch, poisoned_scratch, name, xs, ws, attrs):
     """Units take their scratch from a buffer reused across units and calls, zeroing only the
     padding they read: with the buffer filled with NaN before every unit, outputs still match."""
-    real = _depthwise._workspace
-
-    def poisoned(dtype, size):
-        buf = real(dtype, size)
-        buf.fill(np.nan)
-        return buf
-
-    monkeypatch.setattr(_depthwise, "_workspace", poisoned)
     monkeypatch.setattr(_depthwise, "CHANNELS_LAST_MAX_OUT", 16)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=xs[1], **attrs)
