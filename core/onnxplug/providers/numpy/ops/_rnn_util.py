@@ -239,12 +239,15 @@ def gate_scale(kernel: RecurrentKernel, hidden: int, dtype: np.dtype) -> np.ndar
 
 
 def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
-              scale: np.ndarray, foldable: Sequence[bool], order: Sequence[int]) -> np.ndarray:
-    """Every step's input projection, gate-major (D, S, G*H, B), each direction in the order it runs
-    (a reverse direction reads its inputs back to front: all sequences are full).
+              scale: np.ndarray, foldable: Sequence[bool], order: Sequence[int]) -> list[np.ndarray]:
+    """Every step's input projection, gate-major: per direction (S, G*H, B) in the order the
+    direction runs (a reverse direction reads its inputs back to front: all sequences are full).
 
     Gate blocks come in ``order`` (ONNX gate indices), columns times ``scale``; the foldable biases
-    ride on a column of ones, so one (batched) product does it all.
+    ride on a column of ones. Both directions come out of one product, ``[x, 1] @ [W_0 | W_1]``,
+    and x is copied once; a reverse direction gets a reversed view. (The bilstm's second layer at
+    batch 8: 2.34 ms against 2.48 ms for a reversed copy of x and two batched products, medians of
+    15 interleaved blocks.)
     """
     if kernel.layout == 1:
         x = x.transpose(1, 0, 2)
@@ -252,13 +255,16 @@ def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarr
     d_count = kernel.num_directions
     dtype = scale.dtype
     wa = kernel.derived("w_aug", (w, b), lambda: _augmented_input_weights(w, b, scale, foldable, order))
-    xa = np.empty((d_count, seq, batch, size + 1), dtype=dtype)
+    xa = np.empty((seq, batch, size + 1), dtype=dtype)
     xa[..., size] = 1
-    for d in range(d_count):
-        xa[d, ..., :size] = x[::-1] if kernel.is_reverse(d) else x
-    gh = wa.shape[-1]
-    feed = matmul(xa.reshape(d_count, seq * batch, size + 1), wa).reshape(d_count, seq, batch, gh)
-    return feed.reshape(d_count, seq, gh, 1) if batch == 1 else np.ascontiguousarray(feed.transpose(0, 1, 3, 2))
+    xa[..., :size] = x
+    gh = wa.shape[-1] // d_count
+    proj = matmul(xa.reshape(seq * batch, size + 1), wa).reshape(seq, batch, d_count, gh)
+    if batch == 1:  # (S, 1, D, G*H): each step's gates are already a contiguous column
+        feed = proj.transpose(2, 0, 3, 1)
+    else:
+        feed = np.ascontiguousarray(proj.transpose(2, 0, 3, 1))
+    return [feed[d, ::-1] if kernel.is_reverse(d) else feed[d] for d in range(d_count)]
 
 
 def _gate_rows(a: np.ndarray, order: Sequence[int]) -> np.ndarray:
@@ -269,7 +275,8 @@ def _gate_rows(a: np.ndarray, order: Sequence[int]) -> np.ndarray:
 
 def _augmented_input_weights(w: np.ndarray, b: np.ndarray | None, scale: np.ndarray,
                              foldable: Sequence[bool], order: Sequence[int]) -> np.ndarray:
-    """[W^T; Wb + foldable Rb] (D, I + 1, G*H), gate blocks in ``order``, columns times ``scale``."""
+    """[W^T; Wb + foldable Rb] per direction, side by side: (I + 1, D * G*H), gate blocks in
+    ``order``, columns times ``scale``."""
     d, gh, size = w.shape
     out = np.empty((d, size + 1, gh), dtype=scale.dtype)
     out[:, :size] = _gate_rows(w, order).transpose(0, 2, 1)
@@ -279,7 +286,7 @@ def _augmented_input_weights(w: np.ndarray, b: np.ndarray | None, scale: np.ndar
         fold = np.repeat(np.asarray(foldable, dtype=bool), gh // len(foldable))
         out[:, size] = _gate_rows(b[:, :gh] + np.where(fold, b[:, gh:], 0), order)
     out *= scale
-    return out
+    return np.ascontiguousarray(out.transpose(1, 0, 2)).reshape(size + 1, d * gh)
 
 
 def recurrent_weights(kernel: RecurrentKernel, r: np.ndarray, scale: np.ndarray, order: Sequence[int],

@@ -56,17 +56,18 @@ class GRU(RecurrentKernel):
         dtype = x.dtype
         hs = w.shape[1] // 3
         scale = gate_scale(self, hs, dtype)
-        feed = fast_feed(self, x, w, b, scale, [True, True, not lbr], _ORDER)
-        d_count, seq, _, batch = feed.shape
+        feeds = fast_feed(self, x, w, b, scale, [True, True, not lbr], _ORDER)
+        d_count, (seq, _, batch) = len(feeds), feeds[0].shape
         weights = recurrent_weights(self, r, scale, _ORDER, batch)
         if lbr:
             # R h + Rb comes out of one product: the n part of each step's feed holds Rb_h (it is added
             # before r multiplies), and the input part of n is added after
-            feed_n = feed[:, :, 2 * hs:].copy()
-            feed[:, :, 2 * hs:] = 0 if b is None else b[:, None, 5 * hs:, None].astype(dtype, copy=False)
-            feed_zr, w_zr, w_n = feed, weights, [None] * d_count
+            feed_n = [f[:, 2 * hs:].copy() for f in feeds]
+            for d, f in enumerate(feeds):
+                f[:, 2 * hs:] = 0 if b is None else b[d, None, 5 * hs:, None].astype(dtype, copy=False)
+            feed_zr, w_zr, w_n = feeds, weights, [None] * d_count
         else:
-            feed_zr, feed_n = feed[:, :, :2 * hs], feed[:, :, 2 * hs:]
+            feed_zr, feed_n = [f[:, :2 * hs] for f in feeds], [f[:, 2 * hs:] for f in feeds]
             axis = 2 if batch == 1 else 1  # the gate axis: of R^T for batch 1, of R otherwise
             w_zr, w_n = (self.derived(f"{name} {axis}", (r,), lambda part=part: np.ascontiguousarray(part))
                          for name, part in zip(("w_zr", "w_n"), np.split(weights, [2 * hs], axis=axis)))

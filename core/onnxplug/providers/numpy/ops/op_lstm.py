@@ -71,8 +71,8 @@ class LSTM(RecurrentKernel):
         dtype = x.dtype
         hs = w.shape[1] // 4
         scale = gate_scale(self, hs, dtype)
-        feed = fast_feed(self, x, w, b, scale, [True] * 4, _ORDER)
-        d_count, seq, _, batch = feed.shape
+        feeds = fast_feed(self, x, w, b, scale, [True] * 4, _ORDER)
+        d_count, (seq, _, batch) = len(feeds), feeds[0].shape
         weights = recurrent_weights(self, r, scale, _ORDER, batch)
         ys = np.empty((seq, d_count, batch, hs), dtype=dtype)
         h_last = np.empty((d_count, batch, hs), dtype=dtype)
@@ -81,7 +81,7 @@ class LSTM(RecurrentKernel):
             states = np.empty((seq + 1, hs, batch), dtype=dtype)  # h^T per step, slot 0 the initial one
             states[0] = 0 if h0 is None else (h0[:, d] if self.layout == 1 else h0[d]).T
             c_first = 0 if c0 is None else (c0[:, d] if self.layout == 1 else c0[d]).T
-            c_last[d] = _lstm_direction(feed[d], weights[d], states, c_first).T
+            c_last[d] = _lstm_direction(feeds[d], weights[d], states, c_first).T
             h_last[d] = finish_direction(ys, d, self.is_reverse(d), states)
         if not seq:  # as onnxruntime: a sequence without steps ends in zero states
             h_last[...] = 0
