@@ -92,3 +92,29 @@ def test_an_error_in_a_unit_reaches_the_caller(two_product_threads):
 
     with pytest.raises(ValueError, match="unit 3 failed"):
         blas.parallel_for(8, body, blas.SPLIT_PRODUCT_MACS)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("a_shape, b_shape", [((32, 1, 128), (128, 64)), ((2, 3, 4, 16), (16, 8)),
+                                              ((4, 128, 256), (256, 256)), ((2, 3, 0), (0, 5)), ((0, 3, 4), (4, 5))])
+def test_batched_rows_times_a_matrix_is_numpys_product(two_product_threads, threads, a_shape, b_shape):
+    """(..., M, K) @ (K, N) runs as one (rows, K) product (numpy makes a BLAS call per leading
+    index): same values, shape and dtype as np.matmul, also into ``out`` and for strided operands."""
+    blas.PRODUCT_THREADS.threads = threads
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    expected = np.matmul(a.astype(np.float64), b).astype(np.float32)
+    got = blas.matmul(a, b)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+    out = np.full(expected.shape, np.nan, np.float32)
+    assert blas.matmul(a, b, out) is out
+    np.testing.assert_array_equal(out, got)
+    strided = np.swapaxes(np.swapaxes(a, 0, -2).copy(), 0, -2)  # same values, not C-contiguous
+    np.testing.assert_allclose(blas.matmul(strided, b), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_batched_rows_with_a_mismatched_matrix_keep_numpys_error(two_product_threads):
+    with pytest.raises(ValueError, match="mismatch in its core dimension"):
+        blas.matmul(np.ones((2, 3, 5), np.float32), np.ones((4, 4), np.float32))

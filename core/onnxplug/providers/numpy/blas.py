@@ -81,6 +81,16 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         if parts < 2 or m * k * n < SPLIT_PRODUCT_MACS:
             # ndarray.dot makes the same BLAS call for matrices, with ~1.5 us less dispatch than the ufunc
             return a.dot(b) if out is None else np.matmul(a, b, out=out)
+    elif (b.ndim == 2 and a.ndim > 2 and a.size and a.shape[-1] == b.shape[0] and a.flags.c_contiguous
+          and (out is None or out.flags.c_contiguous)):
+        # one product over all of a's rows: numpy would make one BLAS call per leading index, a
+        # gemv each for a recurrent output (32, 1, 128) @ (128, 128) (37 us; folded 22 us)
+        n = b.shape[1]
+        rows = a.reshape(-1, a.shape[-1])
+        if out is None:
+            return matmul(rows, b).reshape(a.shape[:-1] + (n,))
+        matmul(rows, b, out.reshape(-1, n))
+        return out
     elif parts < 2 or a.ndim < 2 or b.ndim < 2 or (a.size < _SMALL and b.size < _SMALL):
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     m, k = a.shape[-2:]
