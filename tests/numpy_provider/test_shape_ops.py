@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import onnxplug
+from onnxplug.errors import KernelError
 from tests.numpy_provider.backend_node_cases import cases_for, failures
-from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same, node_model, run_ours
+from tests.numpy_provider.single_node_oracle import (assert_matches_oracle, assert_same, kernels_only, node_model,
+                                                     run_ours)
 
 RNG = np.random.default_rng(1)
 
@@ -70,6 +73,45 @@ def test_unsqueeze(opset, axes):
         assert_matches_oracle("Unsqueeze", {"x": x}, opset=opset, axes=axes)
     else:
         assert_matches_oracle("Unsqueeze", {"x": x, "axes": np.array(axes, np.int64)}, opset=opset)
+
+
+def _constant_axes_model(op_type: str, axes: list[int]):
+    """``op_type`` whose axes are an initializer (read once by the kernel) over an x of any rank."""
+    node = helper.make_node(op_type, ["x", "axes"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.array(axes, np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("op_type, axes, shapes", [
+    ("Unsqueeze", [-1, 0], [(3, 4), (2, 3, 4), (5,)]),  # negative axes resolve per input rank
+    ("Squeeze", [0, -1], [(1, 3, 1), (1, 2, 3, 1)]),
+])
+def test_constant_axes_serve_inputs_of_every_rank(op_type, axes, shapes):
+    model = _constant_axes_model(op_type, axes)
+    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+    for shape in shapes + shapes[:1]:  # the first rank again after the others
+        x = rand(shape)
+        expected = np.expand_dims(x, tuple(sorted(a % (x.ndim + len(axes)) for a in axes))) \
+            if op_type == "Unsqueeze" else np.squeeze(x, tuple(axes))
+        (y,) = session.run(None, {"x": x})
+        assert_same(y, expected, where=f"{op_type} of {shape}")
+
+
+@pytest.mark.parametrize("op_type, axes, shape, message", [
+    ("Unsqueeze", [1, -3], (3, 4), "repeat"),
+    ("Unsqueeze", [3], (3, 4), "out of range"),
+    ("Squeeze", [1], (1, 3), "size not equal to one"),
+])
+def test_constant_axes_errors_name_the_node(op_type, axes, shape, message):
+    model = _constant_axes_model(op_type, axes)
+    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+    with pytest.raises(KernelError, match=message) as info:
+        session.run(None, {"x": rand(shape)})
+    assert op_type in str(info.value)
 
 
 # --- concat, split, slice --------------------------------------------------------------------

@@ -22,6 +22,23 @@ def axes_from(kernel: Kernel, tensor: np.ndarray | None, input_since: int) -> li
     return None if tensor is None else ints(tensor)
 
 
+#: ``constant_axes``' answer when the axes come from an input that may change between runs.
+VARYING = object()
+
+
+def constant_axes(kernel: Kernel, constants: Any, input_since: int) -> Any:
+    """``axes_from``'s answer read once, when every run gives the same one (an attribute, an omitted
+    input, or a constant initializer); else ``VARYING``. Small shape ops run thousands of times in
+    recurrent and control-flow models: parsing the axes each time cost them most of their time."""
+    if kernel.node.opset < input_since:
+        return axes_from(kernel, None, input_since)
+    name = kernel.node.inputs[1] if len(kernel.node.inputs) > 1 else ""
+    if not name:
+        return None
+    value = constants.get(name)
+    return VARYING if value is None else ints(value)
+
+
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     """Map a possibly negative axis into [0, rank); raise ValueError when out of range."""
     if not -rank <= axis < rank:
