@@ -1,4 +1,4 @@
-"""The float32 GELU (one rational function for x Phi(x)) against math.erf, onnxruntime and its edges."""
+"""The float32 GELU (x Phi(x), Phi interpolated in a table) against math.erf, onnxruntime and its edges."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_bias_gelu_matches_onnxruntime_com_microsoft_bias_gelu():
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("shape", [(3, 40_000), (37, 1000), (4, 9, 1000), (70_000,), (0, 5), (5, 0), ()])
+@pytest.mark.parametrize("shape", [(3, 100_000), (300, 1000), (2, 150, 1000), (37, 1000), (200_000,), (0, 5), (5, 0), ()])
 def test_blocks_of_rows_give_the_whole_tensor_values(shape):
     rng = np.random.default_rng(5)
     x = (3 * rng.standard_normal(shape)).astype(np.float32)
