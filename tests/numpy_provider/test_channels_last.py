@@ -127,14 +127,35 @@ def test_separable_block_runs_channels_last_and_matches(tmp_path, monkeypatch, s
     fast_calls = []
     real = _channels_last.conv_1x1_nhwc
     monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
-                        lambda *a: fast_calls.append(1) or real(*a))
+                        lambda *a: fast_calls.append(a[5] is not None) or real(*a))
     proto = _separable((2, 8, 13, 11), 3, stride, pointwise_attrs, pool)
     ours, expected, counts = _run_both(proto, {"x": f32(2, 8, 13, 11)}, tmp_path)
     _assert_close(ours, expected)
     assert counts[":Transpose"] == 2, counts
     assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == 3, counts
     assert counts["com.onnxplug.nhwc:GlobalAveragePool"] == int(pool), counts
-    assert len(fast_calls) == (2 if fast else 1)  # the expansion, and the projection unless padded
+    # the expansion (8 -> 24 channels, its bias in the product), and the projection unless padded
+    assert fast_calls == ([True, False] if fast else [True])
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("cin,cout", [(4, 8), (4, 16), (5, 9), (6, 4)])
+def test_pointwise_bias_in_the_product_matches(tmp_path, monkeypatch, poisoned_scratch, stride, cin, cout):
+    """A 1x1 layer whose input has at most half its output's channels takes its bias in the
+    product (a column of ones in scratch, here poisoned with NaN before every use); others add it
+    after. Values match onnxruntime either way, with strides too."""
+    folded = []
+    real = _channels_last.conv_1x1_nhwc
+    monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
+                        lambda *a: folded.append(a[5] is not None) or real(*a))
+    inits = {"wd": f32(cin, 1, 3, 3), "wp": f32(cout, cin, 1, 1), "bp": f32(cout)}
+    nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4),
+             helper.make_node("Conv", ["d", "wp", "bp"], ["y"], strides=[stride, stride])]
+    out = [2, cout, (9 - 1) // stride + 1, (7 - 1) // stride + 1]
+    ours, expected, counts = _run_both(_model(nodes, [2, cin, 9, 7], out, inits), {"x": f32(2, cin, 9, 7)}, tmp_path)
+    _assert_close(ours, expected)
+    assert counts["com.onnxplug.nhwc:Conv"] == 2, counts
+    assert folded == [2 * cin <= cout]
 
 
 @pytest.mark.parametrize("images", [1, 3])

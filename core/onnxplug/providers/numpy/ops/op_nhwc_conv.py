@@ -10,7 +10,7 @@ import numpy as np
 
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
 from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, FAST_DTYPES, DepthwiseWeights, conv_1x1_nhwc,
-                                                         depthwise_nhwc, to_first, to_last)
+                                                         depthwise_nhwc, folds_bias, to_first, to_last)
 from onnxplug.providers.numpy.ops.op_conv import Conv
 from onnxplug.providers.numpy.ops.op_fused_conv import FusedConv, ResidualActivation
 from onnxplug.providers.numpy.registry import op
@@ -20,16 +20,20 @@ class _ChannelsLast:
 
     def setup(self) -> None:
         self.depthwise_weights = DepthwiseWeights()
-        self._pointwise: tuple[object, object, np.ndarray, np.ndarray | None] | None = None
+        self._pointwise: tuple[object, object, tuple] | None = None
 
-    def pointwise_weights(self, w: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-        """``w`` (C_out, C_in, 1, 1...) as (C_in, C_out) and the tiled bias row, kept for the
-        weight and bias objects last seen."""
+    def pointwise_weights(self, w: np.ndarray, b: np.ndarray | None
+                          ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``w`` (C_out, C_in, 1, 1...) as (C_in, C_out), the tiled bias row, and [w; bias]
+        (C_in + 1, C_out) when the layer takes its bias in the product (``folds_bias``), kept for
+        the weight and bias objects last seen."""
         cached = self._pointwise
         if cached is None or cached[0] is not w or cached[1] is not b:
+            wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
             row = None if b is None else np.tile(b, BIAS_TILE)
-            cached = self._pointwise = (w, b, np.ascontiguousarray(w.reshape(w.shape[0], -1).T), row)
-        return cached[2], cached[3]
+            augmented = np.concatenate([wt, b[None, :]]) if b is not None and folds_bias(*wt.shape) else None
+            cached = self._pointwise = (w, b, (wt, row, augmented))
+        return cached[2]
 
     def fast(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, z: np.ndarray | None,
              activation: str, params: list[float]) -> np.ndarray | None:
@@ -54,7 +58,8 @@ class _ChannelsLast:
         epilogue = ResidualActivation(z, activation, params) if z is not None or activation else None
         if depthwise:
             return depthwise_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.depthwise_weights)
-        return conv_1x1_nhwc(x, *self.pointwise_weights(w, b), strides, epilogue)
+        wt, bias_row, augmented = self.pointwise_weights(w, b)
+        return conv_1x1_nhwc(x, wt, bias_row, strides, epilogue, augmented)
 
 
 @op("Conv", domain=NHWC_DOMAIN)
