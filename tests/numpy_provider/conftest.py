@@ -10,13 +10,14 @@ from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 
 @pytest.fixture
 def poisoned_scratch(monkeypatch):
-    """Every per-thread scratch buffer (ThreadScratch) comes back filled with NaN, so a kernel
-    that reads scratch it did not write produces NaN where onnxruntime does not."""
+    """Every per-thread scratch buffer (ThreadScratch) comes back filled with NaN (integer ones
+    with their type's minimum), so a kernel that reads scratch it did not write produces NaN or a
+    wrong value where onnxruntime does not."""
     real = ThreadScratch.get
 
     def poisoned(self, dtype, size):
         buf = real(self, dtype, size)
-        buf.fill(np.nan)
+        buf.fill(np.nan if buf.dtype.kind in "fc" else np.iinfo(buf.dtype).min)
         return buf
 
     monkeypatch.setattr(ThreadScratch, "get", poisoned)
