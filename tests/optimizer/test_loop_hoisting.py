@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug as ort
 from onnxplug.errors import OnnxplugError
@@ -14,7 +14,8 @@ from onnxplug.optimizer.passes.matmul_add_to_gemm import MatMulAddToGemm
 
 from onnxplug.testing.model_suite import build, sample_inputs
 
-from .util import F, I64, assert_close, assert_equivalent, model, node, op_types, ort_run, rand, run_passes
+from .util import (F, I64, assert_close, assert_equivalent, model, node, op_types, ort_run, ours_unoptimized, rand,
+                   run_passes)
 
 B = TensorProto.BOOL
 
@@ -97,7 +98,58 @@ def test_a_trip_count_past_the_sequence_still_fails_naming_the_gather():
 def test_model_suite_loop_model_is_hoisted_and_matches_onnxruntime():
     proto = build("loop_model")
     m, reports = run_passes(proto, LoopProjectionHoisting)
-    assert reports["LoopProjectionHoisting"].counts == {"hoisted": 1}
+    assert reports["LoopProjectionHoisting"].counts == {"hoisted": 1, "biases": 1}
     feeds = sample_inputs("loop_model", 2)
     session = ort.InferenceSession(proto.SerializeToString())
     assert_close(session.run(None, feeds), ort_run(proto, feeds))
+
+
+def _biased_loop(bias_shape=(5,), *, bias_first: bool = False, bias_in_body: bool = False,
+                 sum_read_twice: bool = False, sum_is_output: bool = False) -> onnx.ModelProto:
+    """_rnn_loop with h_t = tanh(x[i] @ w + h @ u + b), b added after the sum, as torch exports a cell."""
+    add = node("Add", ["b", "pre"] if bias_first else ["pre", "b"], ["pre_b"])
+    extra = [node("Relu", ["pre"], ["unused"])] if sum_read_twice else []
+    proto = _rnn_loop(extra_body_nodes=[add, node("Tanh", ["pre_b"], ["h_biased"]), *extra])
+    body = proto.graph.node[0].attribute[0].g
+    tanh = next(n for n in body.node if n.op_type == "Tanh" and n.output[0] == "h_next")
+    body.node.remove(tanh)
+    next(n for n in body.node if n.output[0] == "h_biased").output[0] = "h_next"
+    if sum_is_output:
+        body.output.append(helper.make_tensor_value_info("pre", F, ["batch", 5]))
+        proto.graph.node[0].output.append("pre_steps")
+        proto.graph.output.append(helper.make_tensor_value_info("pre_steps", F, None))
+    if bias_in_body:
+        body.node.insert(0, node("Identity", ["b_outer"], ["b"]))
+    bias = (rand(*bias_shape, seed=9) if bias_shape else np.array(rand(1, seed=9)[0]))
+    proto.graph.initializer.append(numpy_helper.from_array(bias, "b_outer" if bias_in_body else "b"))
+    return proto
+
+
+@pytest.mark.parametrize("bias_shape", [(5,), (1, 5), (1,), ()], ids=["row", "1 x row", "one", "scalar"])
+@pytest.mark.parametrize("bias_first", [False, True], ids=["sum + b", "b + sum"])
+def test_a_bias_after_the_step_sum_joins_the_hoisted_projection(bias_shape, bias_first):
+    proto = _biased_loop(bias_shape, bias_first=bias_first)
+    m, reports = run_passes(proto, LoopProjectionHoisting, MatMulAddToGemm)
+    assert reports["LoopProjectionHoisting"].counts == {"hoisted": 1, "biases": 1}
+    assert [n.op_type for n in m.graph.nodes] == ["MatMul", "Add", "Loop"]
+    body = m.graph.nodes[2].attr("body")
+    assert sorted(n.op_type for n in body.nodes) == ["Gather", "Gemm", "Identity", "Tanh"]  # no Add left
+    assert body.nodes[0].inputs[0] == m.graph.nodes[1].outputs[0]
+    assert_equivalent(proto, m, _feeds(proto))
+
+
+@pytest.mark.parametrize("case", ["bias grows the step", "bias on the sequence axis", "bias defined in the body",
+                                  "sum read twice", "sum is a body output"])
+def test_bias_not_hoisted(case):
+    proto = {
+        "bias grows the step": lambda: _biased_loop((3, 1, 5)),  # would broadcast the step to 3 rows
+        "bias on the sequence axis": lambda: _biased_loop((3, 2, 5)),  # rank of the whole sequence
+        "bias defined in the body": lambda: _biased_loop(bias_in_body=True),
+        "sum read twice": lambda: _biased_loop(sum_read_twice=True),
+        "sum is a body output": lambda: _biased_loop(sum_is_output=True),
+    }[case]()
+    m, reports = run_passes(proto, LoopProjectionHoisting)
+    assert reports["LoopProjectionHoisting"].counts == {"hoisted": 1}
+    assert [n.op_type for n in m.graph.nodes] == ["MatMul", "Loop"]
+    feeds = _feeds(proto)
+    assert_close(ours_unoptimized(m.to_proto(), feeds), ort_run(proto, feeds))

@@ -11,6 +11,12 @@ the last axis only), so the pass computes ``P = MatMul(X, W)`` once before the L
 reads ``p = Gather(P, i)``. The body runs one kernel fewer per iteration and the per-step products
 become one large one, which BLAS runs far closer to peak. An index past the sequence's end still
 fails in the body's Gather, as before.
+
+A cell then usually adds an outer bias to the step's sum, ``Add(Add(p, r), b)``. With ``b``
+broadcasting into one step (rank below P's, no dimension it would grow), ``Gather(P, i) + b`` equals
+``Gather(P + b, i)``, so the bias is added to the whole projection once before the Loop and the body
+computes ``Add(p, r)`` only (one kernel fewer again; the sum is reassociated, so results may differ
+in the last bit).
 """
 
 from __future__ import annotations
@@ -45,16 +51,56 @@ def _hoistable(index: GraphIndex, body: Graph, gather: Node, iteration: str) -> 
     return matmul
 
 
+def _broadcasts_into(shape: tuple | None, target: tuple | None) -> bool:
+    """Whether adding a ``shape`` value to a ``target`` value leaves the target's shape as it is."""
+    if shape is None or target is None or len(shape) > len(target):
+        return False
+    return all(d == 1 or (d is not None and d == t) for d, t in zip(reversed(shape), reversed(target)))
+
+
+def _bias_after_step(index: GraphIndex, body: Graph, gather: Node, iteration: str) -> tuple[Node, str] | None:
+    """(the Add of an outer bias, the bias) after ``Add(Gather(P, i), r)``, for P an outer sequence."""
+    if gather.op_type != "Gather" or gather.domain != "" or gather.attr("axis", 0) != 0 \
+            or len(gather.inputs) != 2 or gather.inputs[1] != iteration:
+        return None
+    defined = body.defined_names()
+    returned = {vi.name for vi in body.outputs}
+
+    def only_reader(name: str) -> Node | None:
+        readers = [n for n in body.nodes if name in n.inputs or name in n.implicit_inputs]
+        return readers[0] if len(readers) == 1 and name not in returned else None
+
+    sequence, step = gather.inputs[0], gather.outputs[0]
+    total = only_reader(step)
+    if sequence in defined or total is None or total.op_type != "Add" or total.domain != "" \
+            or total.inputs[0] == total.inputs[1]:
+        return None
+    add = only_reader(total.outputs[0])
+    if add is None or add.op_type != "Add" or add.domain != "" or total.outputs[0] not in add.inputs:
+        return None
+    bias = add.inputs[1] if add.inputs[0] == total.outputs[0] else add.inputs[0]
+    if bias in defined or bias == total.outputs[0]:
+        return None
+    seq_shape = index.shape_of(sequence)
+    dtype = index.dtype_of(sequence)
+    if seq_shape is None or dtype is None or dtype.kind != "f" or index.dtype_of(bias) != dtype \
+            or not _broadcasts_into(index.shape_of(bias), seq_shape[1:]):
+        return None
+    return add, bias
+
+
 class LoopProjectionHoisting(GraphRewritePass):
     """Replace a Loop body's MatMul(Gather(X, i), W) by Gather(MatMul(X, W), i) with the product
-    computed once before the Loop (X and W outer values, W 2-D)."""
+    computed once before the Loop (X and W outer values, W 2-D); then an outer bias added to the
+    step's sum, Add(Add(Gather(P, i), r), b), by Gather(P + b, i) with P + b computed before it."""
 
     level = GraphOptimizationLevel.ORT_ENABLE_BASIC
-    changes = "Loop body MatMul(Gather(X, i), W) -> Gather(MatMul(X, W) before the Loop, i)"
+    changes = ("Loop body MatMul(Gather(X, i), W) -> Gather(MatMul(X, W) before the Loop, i); "
+               "Add(Add(Gather(P, i), r), b) -> Add(Gather(P + b before the Loop, i), r)")
     order = 55  # before MatMulAddToGemm turns the projection into a Gemm
 
     def rewrite(self, index: GraphIndex, context: RewriteContext) -> dict[str, int]:
-        hoisted = 0
+        hoisted = biases = 0
         for loop in list(index.graph.nodes):
             if loop.op_type != "Loop" or loop.domain != "" or not loop.inputs or not loop.inputs[0]:
                 continue  # without a trip count the loop may stop long before the sequence ends
@@ -80,7 +126,25 @@ class LoopProjectionHoisting(GraphRewritePass):
                 body.nodes.remove(matmul)
                 index.set_inputs(loop, loop.inputs)  # re-read the body's outer-scope reads
                 hoisted += 1
-        return {"hoisted": hoisted}
+            for gather in list(body.nodes):
+                found = _bias_after_step(index, body, gather, iteration)
+                if found is None:
+                    continue
+                add, bias = found
+                sequence = gather.inputs[0]
+                biased = index.names.fresh(f"{sequence}_biased")
+                index.insert(Node("Add", [sequence, bias], [biased],
+                                  name=index.names.fresh(f"{loop.name or 'Loop'}_bias"), opset=add.opset),
+                             near=loop, after=False)
+                index.set_type(biased, index.dtype_of(sequence), index.shape_of(sequence))  # type: ignore[arg-type]
+                gather.inputs[0] = biased
+                total = next(n for n in body.nodes if gather.outputs[0] in n.inputs)
+                body.value_info.pop(total.outputs[0], None)
+                total.outputs[0] = add.outputs[0]  # the sum now includes the bias: it takes the name
+                body.nodes.remove(add)
+                index.set_inputs(loop, loop.inputs)
+                biases += 1
+        return {"hoisted": hoisted, "biases": biases}
 
 
 PASSES = [LoopProjectionHoisting]
