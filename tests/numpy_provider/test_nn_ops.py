@@ -274,12 +274,24 @@ POOL_CASES = [
     ("same lower", (1, 2, 7, 6), dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER")),
     ("1d", (2, 3, 10), dict(kernel_shape=[4], strides=[3], pads=[1, 2])),
     ("3d", (1, 2, 5, 6, 5), dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[0, 1, 1, 1, 1, 0])),
+    # every stride > 1: windows clipped to the input instead of a padded copy
+    ("3d strided", (1, 2, 7, 6, 5), dict(kernel_shape=[2, 3, 2], strides=[2, 2, 3], pads=[1, 1, 0, 0, 1, 1])),
+    ("dilated strided", (1, 2, 11, 10), dict(kernel_shape=[3, 2], dilations=[2, 3], strides=[2, 2], pads=[2, 1, 1, 2])),
+    ("resnet stem", (2, 4, 16, 16), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    ("no tap in every window", (1, 2, 4, 6), dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1])),
 ]
 
 
 @pytest.mark.parametrize("name,shape,attrs", POOL_CASES, ids=[c[0] for c in POOL_CASES])
 def test_max_pool_with_indices(name, shape, attrs):
     assert_matches_oracle("MaxPool", {"x": f32(*shape)}, n_outputs=2, opset=12, **attrs)
+
+
+@pytest.mark.parametrize("name,shape,attrs", POOL_CASES, ids=[c[0] for c in POOL_CASES])
+def test_max_pool(name, shape, attrs):
+    x = f32(*shape)
+    x[..., 0] = -5.0  # the edge values that padding must never beat
+    assert_matches_oracle("MaxPool", {"x": x}, opset=12, **attrs)
 
 
 @pytest.mark.parametrize("storage_order", [0, 1])

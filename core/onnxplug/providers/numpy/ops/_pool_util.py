@@ -1,7 +1,7 @@
 """Pooling geometry and the window loops shared by MaxPool, AveragePool and LpPool.
 
-Every pool reduces shifted strided views of the padded input, one kernel offset at a time, so
-each step is one vectorised pass over the output (no window materialisation).
+Every pool reduces shifted strided views of the input, one kernel offset and one axis at a time,
+so each step is one vectorised pass over the output (no window materialisation, no padded copy).
 """
 
 from __future__ import annotations
@@ -77,38 +77,86 @@ def lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _separable(xp: np.ndarray, g: PoolGeometry, combine) -> np.ndarray:
+def _tap_range(position: int, stride: int, size: int, count: int) -> tuple[int, int]:
+    """The outputs ``o`` in [lo, hi) whose tap reads input ``o * stride + position`` inside [0, size)."""
+    lo = max(0, -(position // stride))
+    hi = min(count, (size - 1 - position) // stride + 1) if size - 1 - position >= 0 else 0
+    return lo, max(lo, hi)
+
+
+def _separable(x: np.ndarray, g: PoolGeometry, combine, identity, begin: Sequence[int]) -> np.ndarray:
     """Reduce the windows one spatial axis at a time (max and sum are separable over a box):
-    k - 1 ``combine`` passes per axis instead of prod(k) - 1 over the whole output."""
-    lead = xp.ndim - len(g.kernel)
-    cur = xp
+    k - 1 ``combine`` passes per axis instead of prod(k) - 1 over the whole output.
+
+    ``x`` starts ``begin`` positions after the windows' origin (its head padding, not materialised):
+    a tap is combined only into the outputs whose window puts it inside ``x`` (padding holds
+    ``identity``, which changes nothing)."""
+    lead = x.ndim - len(g.kernel)
+    cur = x
     for axis in range(len(g.kernel)):  # outer axes first: their views keep whole contiguous rows
-        k, d, o, s = g.kernel[axis], g.dilations[axis], g.out[axis], g.strides[axis]
-        index = [slice(None)] * cur.ndim
-        res = None
-        for i in range(k):
-            index[lead + axis] = slice(i * d, i * d + (o - 1) * s + 1, s)
-            view = cur[tuple(index)]
-            if res is None:
-                res = view.copy()
-            else:
-                combine(res, view, out=res)
+        k, d, o, s, b = g.kernel[axis], g.dilations[axis], g.out[axis], g.strides[axis], begin[axis]
+        ax = lead + axis
+        size = cur.shape[ax]
+        if b == 0 and (o - 1) * s + (k - 1) * d < size:  # every tap inside: the plain loop
+            index = [slice(None)] * cur.ndim
+            res = None
+            for i in range(k):
+                index[ax] = slice(i * d, i * d + (o - 1) * s + 1, s)
+                if res is None:
+                    res = cur[tuple(index)].copy()
+                else:
+                    combine(res, cur[tuple(index)], out=res)
+            cur = res
+            continue
+
+        def tap(i: int, lo: int, hi: int) -> np.ndarray:
+            """The inputs tap ``i`` reads for outputs [lo, hi) along ``ax``."""
+            start = lo * s + i * d - b
+            index = [slice(None)] * cur.ndim
+            index[ax] = slice(start, start + (hi - lo - 1) * s + 1, s)
+            return cur[tuple(index)]
+
+        ranges = [_tap_range(i * d - b, s, size, o) for i in range(k)]
+        full = next((i for i, r in enumerate(ranges) if r == (0, o)), None)
+        if full is None:  # some window lies wholly in the padding
+            shape = list(cur.shape)
+            shape[ax] = o
+            res = np.full(shape, identity, dtype=cur.dtype)
+        else:
+            res = tap(full, 0, o).copy()
+        for i, (lo, hi) in enumerate(ranges):
+            if i == full or lo >= hi:
+                continue
+            index = [slice(None)] * cur.ndim
+            index[ax] = slice(lo, hi)
+            part = res[tuple(index)]
+            combine(part, tap(i, lo, hi), out=part)
         cur = res
     return cur
+
+
+def _reduce_windows(x: np.ndarray, g: PoolGeometry, combine, identity) -> np.ndarray:
+    """Windows reduced by ``combine`` with the padding holding ``identity``. Strided pools skip the
+    padded copy (ResNet-18's 3x3/2 max pool of 64 x 112 x 112: 0.76 of the padded time, at batch 1
+    and 8); with a stride of 1 the taps clipped to the input split every row, and padding is faster
+    (a 3x3/1 pool of 32 x 56 x 56: unpadded 1.87x the time)."""
+    if min(g.strides, default=1) > 1:
+        return _separable(x, g, combine, identity, g.begin)
+    return _separable(g.padded(x, identity), g, combine, identity, [0] * len(g.kernel))
 
 
 def max_pool(x: np.ndarray, g: PoolGeometry) -> np.ndarray:
     """Max over windows; padding never wins."""
     if min(g.out, default=1) <= 0:
         return np.zeros(x.shape[:2] + tuple(max(o, 0) for o in g.out), dtype=x.dtype)
-    return _separable(g.padded(x, lowest(x.dtype)), g, np.maximum)
+    return _reduce_windows(x, g, np.maximum, lowest(x.dtype))
 
 
 def sum_pool(x: np.ndarray, g: PoolGeometry) -> np.ndarray:
     """Sum over windows with zero padding."""
     if min(g.out, default=1) <= 0:
         return np.zeros(x.shape[:2] + tuple(max(o, 0) for o in g.out), dtype=x.dtype)
-    return _separable(g.padded(x, 0), g, np.add)
+    return _reduce_windows(x, g, np.add, 0)
 
 
 class PoolKernel(NumpyKernel):
