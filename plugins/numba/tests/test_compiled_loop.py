@@ -351,3 +351,26 @@ def test_outputs_do_not_share_memory_with_weights(rng, generic_calls):
     np.testing.assert_array_equal(second[0], np.arange(4, dtype=np.float32))
     np.testing.assert_array_equal(second[1], [np.arange(4), 2 * np.arange(4)])
     assert not generic_calls
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Tanh", "Sigmoid"])
+def test_cell_gemm_fused_with_its_activation_compiles(activation, rng, generic_calls, tmp_path):
+    """At the default optimization level a cell's Gemm + activation becomes the optimizer's
+    com.onnxplug FusedGemm inside the body; the body still compiles, with onnxruntime's values."""
+    body = [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Gemm", ["h_in", "w", "bias"], ["pre"]), helper.make_node(activation, ["pre"], ["h_out"])]
+    model = loop_model(body, [("h", "h_in", "h_out")], [], [float_in("h", [2, 4])],
+                       initializers=[scalar("n", 3, np.int64), scalar("c", True, np.bool_)])
+    model.graph.initializer.extend([numpy_helper.from_array(rng.standard_normal((4, 4)).astype(np.float32), "w"),
+                                    numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bias")])
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["numba"])
+    feeds = {"h": rng.standard_normal((2, 4)).astype(np.float32)}
+    assert_close(session.run(None, feeds), run_onnxruntime(model, feeds))
+    saved = onnx.load(options.optimized_model_filepath)
+    loop_body = next(n for n in saved.graph.node if n.op_type == "Loop").attribute[0].g
+    assert [(n.domain, n.op_type) for n in loop_body.node if n.op_type != "Identity"] == [("com.onnxplug", "FusedGemm")]
+    assert [a.provider for a in session.get_node_assignments() if a.op_type == "Loop"] == ["numba"]
+    assert not generic_calls

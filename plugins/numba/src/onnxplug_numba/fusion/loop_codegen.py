@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 from onnxplug_sdk import Graph, GraphView, Node
 
+from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.kernels import fastmath, loop_helpers
 
 _HELPERS_VERSION = hashlib.sha256(
@@ -49,6 +50,10 @@ MOVES = frozenset({"Unsqueeze", "Squeeze", "Concat", "Transpose"})
 #: Every op a compiled body may hold.
 OPS = frozenset(FAST_UNARY) | frozenset(UNARY) | frozenset(BINARY) | frozenset(COMPARE) | frozenset(REDUCE) \
     | MOVES | {"MatMul", "Gemm", "Gather", "Constant"}
+#: The optimizer's Gemm + activation (docs/fused-ops.md), for the activations compiled here: a cell's
+#: Gemm fuses with its Tanh or Sigmoid once nothing stands between them.
+FUSED_GEMM_ACTIVATIONS = {"": "{0}", "Relu": "np.maximum({0}, _ZERO)", "Tanh": "tanh_array({0})",
+                          "Sigmoid": "sigmoid_array({0})"}
 
 _FLOAT = np.dtype(np.float32)
 _BOOL = np.dtype(bool)
@@ -75,11 +80,19 @@ def body_supported(body: Graph, view: GraphView) -> bool:
     dtypes (``view`` gives the element types, the body's own and its outer scope's)."""
     constants = body_constants(body)
     for node in body.nodes:
+        if _is_fused_gemm(node):
+            if node.attr("activation", "") not in FUSED_GEMM_ACTIVATIONS or not _node_ok(node, view, constants):
+                return False
+            continue
         if node.domain not in ("", "ai.onnx") or node.op_type not in OPS or node.subgraphs:
             return False
         if not _node_ok(node, view, constants):
             return False
     return True
+
+
+def _is_fused_gemm(node: Node) -> bool:
+    return node.op_type == "FusedGemm" and node.domain == FUSED_DOMAIN
 
 
 def static_axes(node: Node, constants: dict[str, np.ndarray]) -> list[int] | None:
@@ -114,7 +127,7 @@ def _node_ok(node: Node, view: GraphView, constants: dict[str, np.ndarray]) -> b
             and node.attr("noop_with_empty_axes", 0) == 0 and dtype(ins[0]) == _FLOAT
     if op == "Identity":
         return dtype(ins[0]) in {_FLOAT, _BOOL} | _INDEX
-    if op == "Gemm" and len(ins) < 2:
+    if op in ("Gemm", "FusedGemm") and len(ins) < 2:
         return False
     wanted = _BOOL if op in _LOGICAL else _FLOAT
     if any(dtype(n) != wanted for n in ins):
@@ -224,7 +237,7 @@ def _expression(node: Node, args: list[str], kinds: list[tuple[int, np.dtype] | 
         if tuple(ranks) not in name:
             raise Unsupported(f"MatMul of ranks {tuple(ranks)}")
         return f"{name[tuple(ranks)]}({args[0]}, {args[1]})", (max(ranks) - 1 if 1 in ranks else 2, first)
-    if op == "Gemm":
+    if op in ("Gemm", "FusedGemm"):
         if ranks[0] != 2 or ranks[1] != 2 or (len(ranks) > 2 and ranks[2] > 2):
             raise Unsupported("Gemm of other than matrices")
         alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
@@ -233,6 +246,8 @@ def _expression(node: Node, args: list[str], kinds: list[tuple[int, np.dtype] | 
         if len(present) > 2:
             c = args[2] if beta == 1.0 else f"np.float32({beta!r}) * {args[2]}"
             expr = f"{expr} + {c}"
+        if op == "FusedGemm":
+            expr = FUSED_GEMM_ACTIVATIONS[node.attr("activation", "")].format(f"({expr})")
         return expr, (2, first)
     raise Unsupported(f"{node.describe()}")  # pragma: no cover - OPS and this function agree
 
