@@ -27,19 +27,32 @@ from onnxplug.optimizer.rewrite import GraphIndex
 from onnxplug.options import GraphOptimizationLevel
 
 
+def _outer_step(body: Graph, gather: Node, iteration: str) -> tuple[str, Node] | None:
+    """(outer sequence, the one node reading the step) for ``gather`` = Gather(sequence, i, axis=0)
+    with the sequence from outside the body and its step read once, not returned."""
+    if gather.op_type != "Gather" or gather.domain != "" or gather.attr("axis", 0) != 0 \
+            or len(gather.inputs) != 2 or gather.inputs[1] != iteration or gather.inputs[0] in body.defined_names():
+        return None
+    reader = _only_reader(body, gather.outputs[0])
+    return None if reader is None else (gather.inputs[0], reader)
+
+
+def _only_reader(body: Graph, name: str) -> Node | None:
+    """The one body node reading ``name`` when nothing else reads it and the body does not return it."""
+    readers = [n for n in body.nodes if name in n.inputs or name in n.implicit_inputs]
+    if len(readers) != 1 or any(vi.name == name for vi in body.outputs):
+        return None
+    return readers[0]
+
+
 def _hoistable(index: GraphIndex, body: Graph, gather: Node, iteration: str) -> Node | None:
     """The MatMul projecting ``gather``'s step of an outer sequence with an outer 2-D weight."""
-    if gather.op_type != "Gather" or gather.domain != "" or gather.attr("axis", 0) != 0 \
-            or len(gather.inputs) != 2 or gather.inputs[1] != iteration:
+    found = _outer_step(body, gather, iteration)
+    if found is None:
         return None
-    defined = body.defined_names()
-    sequence, step = gather.inputs[0], gather.outputs[0]
-    readers = [n for n in body.nodes if step in n.inputs or step in n.implicit_inputs]
-    if sequence in defined or len(readers) != 1 or any(vi.name == step for vi in body.outputs):
-        return None
-    matmul = readers[0]
+    (sequence, matmul), step = found, gather.outputs[0]
     if matmul.op_type != "MatMul" or matmul.domain != "" or matmul.inputs[0] != step \
-            or matmul.inputs[1] == step or matmul.inputs[1] in defined:
+            or matmul.inputs[1] == step or matmul.inputs[1] in body.defined_names():
         return None
     weight = matmul.inputs[1]
     # (ranks and dtypes in the Loop's graph, where both are outer values)
@@ -58,35 +71,28 @@ def _broadcasts_into(shape: tuple | None, target: tuple | None) -> bool:
     return all(d == 1 or (d is not None and d == t) for d, t in zip(reversed(shape), reversed(target)))
 
 
-def _bias_after_step(index: GraphIndex, body: Graph, gather: Node, iteration: str) -> tuple[Node, str] | None:
-    """(the Add of an outer bias, the bias) after ``Add(Gather(P, i), r)``, for P an outer sequence."""
-    if gather.op_type != "Gather" or gather.domain != "" or gather.attr("axis", 0) != 0 \
-            or len(gather.inputs) != 2 or gather.inputs[1] != iteration:
+def _bias_after_step(index: GraphIndex, body: Graph, gather: Node, iteration: str
+                     ) -> tuple[Node, Node, str] | None:
+    """(the step's sum, the Add of an outer bias to it, the bias) for ``Add(Add(Gather(P, i), r), b)``,
+    P an outer sequence."""
+    found = _outer_step(body, gather, iteration)
+    if found is None:
         return None
-    defined = body.defined_names()
-    returned = {vi.name for vi in body.outputs}
-
-    def only_reader(name: str) -> Node | None:
-        readers = [n for n in body.nodes if name in n.inputs or name in n.implicit_inputs]
-        return readers[0] if len(readers) == 1 and name not in returned else None
-
-    sequence, step = gather.inputs[0], gather.outputs[0]
-    total = only_reader(step)
-    if sequence in defined or total is None or total.op_type != "Add" or total.domain != "" \
-            or total.inputs[0] == total.inputs[1]:
+    sequence, total = found
+    if total.op_type != "Add" or total.domain != "" or total.inputs[0] == total.inputs[1]:
         return None
-    add = only_reader(total.outputs[0])
+    add = _only_reader(body, total.outputs[0])
     if add is None or add.op_type != "Add" or add.domain != "" or total.outputs[0] not in add.inputs:
         return None
     bias = add.inputs[1] if add.inputs[0] == total.outputs[0] else add.inputs[0]
-    if bias in defined or bias == total.outputs[0]:
+    if bias in body.defined_names() or bias == total.outputs[0]:
         return None
     seq_shape = index.shape_of(sequence)
     dtype = index.dtype_of(sequence)
     if seq_shape is None or dtype is None or dtype.kind != "f" or index.dtype_of(bias) != dtype \
             or not _broadcasts_into(index.shape_of(bias), seq_shape[1:]):
         return None
-    return add, bias
+    return total, add, bias
 
 
 class LoopProjectionHoisting(GraphRewritePass):
@@ -130,7 +136,7 @@ class LoopProjectionHoisting(GraphRewritePass):
                 found = _bias_after_step(index, body, gather, iteration)
                 if found is None:
                     continue
-                add, bias = found
+                total, add, bias = found
                 sequence = gather.inputs[0]
                 biased = index.names.fresh(f"{sequence}_biased")
                 index.insert(Node("Add", [sequence, bias], [biased],
@@ -138,7 +144,6 @@ class LoopProjectionHoisting(GraphRewritePass):
                              near=loop, after=False)
                 index.set_type(biased, index.dtype_of(sequence), index.shape_of(sequence))  # type: ignore[arg-type]
                 gather.inputs[0] = biased
-                total = next(n for n in body.nodes if gather.outputs[0] in n.inputs)
                 body.value_info.pop(total.outputs[0], None)
                 total.outputs[0] = add.outputs[0]  # the sum now includes the bias: it takes the name
                 body.nodes.remove(add)
