@@ -81,12 +81,10 @@ def body_supported(body: Graph, view: GraphView) -> bool:
     constants = body_constants(body)
     for node in body.nodes:
         if _is_fused_gemm(node):
-            if node.attr("activation", "") not in FUSED_GEMM_ACTIVATIONS or not _node_ok(node, view, constants):
-                return False
-            continue
-        if node.domain not in ("", "ai.onnx") or node.op_type not in OPS or node.subgraphs:
-            return False
-        if not _node_ok(node, view, constants):
+            known = node.attr("activation", "") in FUSED_GEMM_ACTIVATIONS
+        else:
+            known = node.domain in ("", "ai.onnx") and node.op_type in OPS and not node.subgraphs
+        if not known or not _node_ok(node, view, constants):
             return False
     return True
 
