@@ -24,14 +24,14 @@ class _ChannelsLast:
 
     def pointwise_weights(self, w: np.ndarray, b: np.ndarray | None
                           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """``w`` (C_out, C_in, 1, 1...) as (C_in, C_out), the tiled bias row, and [w; bias]
-        (C_in + 1, C_out) when the layer takes its bias in the product (``folds_bias``), kept for
-        the weight and bias objects last seen."""
+        """``w`` (C_out, C_in, 1, 1...) as (C_in, C_out), then either [w; bias] (C_in + 1, C_out)
+        when the layer takes its bias in the product (``folds_bias``) or the tiled bias row, kept
+        for the weight and bias objects last seen."""
         cached = self._pointwise
         if cached is None or cached[0] is not w or cached[1] is not b:
             wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
-            row = None if b is None else np.tile(b, BIAS_TILE)
             augmented = np.concatenate([wt, b[None, :]]) if b is not None and folds_bias(*wt.shape) else None
+            row = None if b is None or augmented is not None else np.tile(b, BIAS_TILE)
             cached = self._pointwise = (w, b, (wt, row, augmented))
         return cached[2]
 
