@@ -11,13 +11,10 @@ machine single rows move by up to 2x from one pass to the next.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 
-import numpy as np
-
-from harness import geomean, interleaved, markdown_table, onnxplug_runner, onnxruntime_runner
+from harness import geomean, interleaved, machine_description, markdown_table, onnxplug_runner, onnxruntime_runner
 from onnxplug.testing.model_suite import MODEL_NAMES, build, sample_inputs
 
 
@@ -49,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([name, batch, f"{t['onnxruntime'].median_ms:.2f}", f"{t[label].median_ms:.2f}",
                          f"{ratio:.2f}"])
             print(f"{name} batch {batch}: ratio {ratio:.2f}", file=sys.stderr, flush=True)
-    print(f"machine: {platform.processor() or platform.machine()}, numpy {np.__version__}, "
-          f"{args.threads} threads each, interleaved blocks of {args.block_runs} runs x {args.blocks}")
+    print(f"machine: {machine_description()}; {args.threads} threads each, interleaved blocks of "
+          f"{args.block_runs} runs x {args.blocks}")
     print(markdown_table(["model", "batch", "onnxruntime ms (median)", f"{label} ms (median)", "ratio"], rows))
     print(f"\ngeomean ratio {label} / onnxruntime: {geomean(ratios):.2f}; worst {max(ratios):.2f}")
     return 0
@@ -75,8 +72,7 @@ def _repeated(args: argparse.Namespace) -> int:
         print(f"pass {r + 1}: geomean {geomean([x[-1] for x in ratios]):.2f}", file=sys.stderr, flush=True)
     rows = [[name, batch, f"{statistics.median(rs):.2f}", f"{min(rs):.2f}-{max(rs):.2f}"]
             for (name, batch, _, _), rs in zip(cases, ratios)]
-    print(f"machine: {platform.processor() or platform.machine()}, numpy {np.__version__}, "
-          f"{args.threads} threads each, {args.repeat} passes of interleaved blocks of "
+    print(f"machine: {machine_description()}; {args.threads} threads each, {args.repeat} passes of interleaved blocks of "
           f"{args.block_runs} runs x {args.blocks}")
     print(markdown_table(["model", "batch", f"{label} / onnxruntime (median of passes)", "range"], rows))
     passes = [geomean([rs[r] for rs in ratios]) for r in range(args.repeat)]

@@ -8,6 +8,8 @@ Results are medians and ratios against onnxruntime; the machines are shared and 
 from __future__ import annotations
 
 import math
+import os
+import platform
 import statistics
 import time
 from dataclasses import dataclass
@@ -17,6 +19,26 @@ import numpy as np
 import onnx
 
 PAUSE_S = 0.3
+
+
+def machine_description() -> str:
+    """The CPU, numpy and its BLAS as the ratios depend on them: numpy's OpenBLAS picks its kernels
+    by CPU unless ``OPENBLAS_CORETYPE`` names one (docs/benchmarks.md: on the AVX-512 machines
+    the environment's ``Haswell`` halves its per-thread rate)."""
+    import threadpoolctl
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    blas = next((i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"), {})
+    kernels = blas.get("architecture", "?")
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    return (f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} with {blas.get('internal_api', '?')} "
+            f"{blas.get('version', '?')} ({kernels} kernels"
+            f"{', OPENBLAS_CORETYPE=' + forced if forced else ', chosen by CPU'})")
 
 
 @dataclass
