@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import matmul
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
+from onnxplug.providers.numpy.blas import matmul, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
 
@@ -68,22 +68,38 @@ class MultiHeadAttention(NumpyKernel):
         q = (query * query.dtype.type(scale)).reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
         k = key.reshape(batch, length, heads, head_size).transpose(0, 2, 3, 1)
         v = value.reshape(batch, length, heads, value.shape[2] // heads).transpose(0, 2, 1, 3)
-        scores = matmul(q, k)
+        out = np.empty((batch, seq, heads, v.shape[-1]), dtype=query.dtype)
+        per_image = bias is not None and bias.ndim == 4 and bias.shape[0] == batch
+
+        def image(i: int) -> None:
+            # np.matmul, not the split matmul: this runs on a product thread
+            unit = slice(i, i + 1)
+            context = self._attend(q[unit], k[unit], v[unit], bias[unit] if per_image else bias, np.matmul)
+            out[i] = context[0].transpose(1, 0, 2)
+
+        # Images go to the product threads when the products are worth splitting (each image's
+        # softmax then has its own shift); otherwise one pass over the whole batch.
+        if not parallel_for(batch, image, batch * heads * seq * length * (head_size + v.shape[-1])):
+            out[...] = self._attend(q, k, v, bias, matmul).transpose(0, 2, 1, 3)
+        return out.reshape(batch, seq, -1)
+
+    def _attend(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None,
+                product) -> np.ndarray:
+        """softmax(q k + bias) v for [B', H, S, D] queries and [B', H, D, L] keys, by ``product``."""
+        scores = product(q, k)
         sums = None
         if scores.dtype in (np.float32, np.float64) and scores.size:
             with np.errstate(invalid="ignore", over="ignore"):
                 sums = _shifted_exp(scores, bias)
             if sums is None:
-                scores = matmul(q, k)  # _shifted_exp may have changed them
+                scores = product(q, k)  # _shifted_exp may have changed them
         if sums is None:
             self._softmax_rows(scores, bias)
-            context = matmul(scores, v)
-        else:
-            # Normalizing the [B, H, S, Dv] context instead of the [B, H, S, L] probabilities.
-            context = matmul(scores, v)
-            context /= sums.reshape(*scores.shape[:-1], 1)
-        return np.ascontiguousarray(context.transpose(0, 2, 1, 3)).reshape(batch, seq, -1).astype(
-            query.dtype, copy=False)
+            return product(scores, v)
+        # Normalizing the [B, H, S, Dv] context instead of the [B, H, S, L] probabilities.
+        context = product(scores, v)
+        context /= sums.reshape(*scores.shape[:-1], 1)
+        return context
 
     @staticmethod
     def _softmax_rows(scores: np.ndarray, bias: np.ndarray | None) -> None:
