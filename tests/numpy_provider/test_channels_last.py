@@ -177,6 +177,39 @@ def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, imag
     assert splits and any(splits) == (images > 1), splits
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("cin,cout", [(4, 12), (6, 6)])
+def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poisoned_scratch, stride, cin, cout):
+    """A 1x1 layer worth splitting runs in units of output pixels on both product threads, each
+    with its own copy, bias (in the product or added) and epilogue, here a residual then Relu:
+    bands of an image's rows (9 x 7 images at stride 1) or runs of images (5 x 4 at stride 2),
+    with scratch poisoned with NaN. Values match onnxruntime."""
+    from onnxplug.providers.numpy import blas
+
+    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
+    monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    monkeypatch.setattr(_channels_last, "UNIT_PIXELS", 16)
+    calls = []
+    real_conv, real_for = _channels_last.conv_1x1_nhwc, _channels_last.parallel_for
+    monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
+                        lambda *a: calls.append(a[4] is not None and a[4].z is not None) or real_conv(*a))
+    shared = []
+    monkeypatch.setattr(_channels_last, "parallel_for",
+                        lambda count, body, macs: shared.append(count) or real_for(count, body, macs))
+    inits = {"wd": f32(cin, 1, 3, 3), "wp": f32(cout, cin, 1, 1), "bp": f32(cout), "wr": f32(cout, cout, 1, 1),
+             "br": f32(cout)}
+    nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4),
+             helper.make_node("Conv", ["d", "wp", "bp"], ["p"], strides=[stride, stride]),
+             helper.make_node("Conv", ["p", "wr", "br"], ["r"]),
+             helper.make_node("Add", ["r", "p"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    out = [3, cout, (9 - 1) // stride + 1, (7 - 1) // stride + 1]
+    ours, expected, counts = _run_both(_model(nodes, [3, cin, 9, 7], out, inits), {"x": f32(3, cin, 9, 7)}, tmp_path)
+    _assert_close(ours, expected)
+    assert calls == [False, True]  # the second 1x1 takes the residual and the Relu
+    units = 3 * 3 if stride == 1 else 3  # 3 bands of 3 rows per image, or one image per unit
+    assert shared.count(units) >= 2, shared
+
+
 def test_reused_scratch_contents_never_reach_outputs(tmp_path, poisoned_scratch):
     """The depthwise scratch is reused across calls and only its padding is zeroed: filled with NaN
     before every use, outputs still match (every stride phase, uneven pads)."""

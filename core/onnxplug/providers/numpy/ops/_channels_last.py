@@ -165,33 +165,68 @@ def _add_bias_rows(y2: np.ndarray, bias_row: np.ndarray) -> None:
 
 def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, strides: Sequence[int],
                   epilogue: Epilogue | None, augmented: np.ndarray | None = None) -> np.ndarray:
-    """1x1 convolution without pads of ``x`` (N, *spatial, C_in) by ``wt`` (C_in, C_out): one
-    product whose rows are the output pixels (split over the product threads when large), then the
-    bias and the epilogue over the whole output. ``bias_row`` is the bias tiled ``BIAS_TILE`` times.
+    """1x1 convolution without pads of ``x`` (N, *spatial, C_in) by ``wt`` (C_in, C_out): a product
+    whose rows are the output pixels, then the bias and the epilogue. ``bias_row`` is the bias tiled
+    ``BIAS_TILE`` times.
 
     With ``augmented`` ([wt; bias], see ``folds_bias``) the bias rides in the product instead,
     against a column of ones after the input pixels in scratch: copying the narrower input costs
     less than a pass over the output (MobileNetV2's expansions: 0.84-0.99 of the time).
 
-    Measured and dropped: images as units on the product threads, each with its own bias and
-    epilogue (MobileNetV2 batch 8 4% slower, batch 2 8%), and bands of rows (slower still)."""
+    A product worth splitting goes to the product threads in units of about UNIT_PIXELS output
+    pixels (whole images, or bands of an image's rows), each with its own copy, bias and epilogue
+    while its output is still in cache: MobileNetV2's 16 -> 96 expansion at batch 8 took 4.9-5.5 ms
+    so, 9.4 ms as one split product followed by whole passes, which are memory-bound."""
     sampled = x[(slice(None),) + tuple(slice(None, None, s) for s in strides)] if any(s != 1 for s in strides) else x
     cin, cout = wt.shape
     m = math.prod(sampled.shape[:-1])
     out = np.empty(sampled.shape[:-1] + (cout,), dtype=np.result_type(x.dtype, wt.dtype))
-    y2 = out.reshape(m, cout)
+    units = _pixel_units(sampled.shape[:-1])
+
+    def unit(k: int) -> None:
+        index = units[k]
+        _pointwise(sampled[index], out[index], wt, bias_row, augmented, np.matmul)  # on a product thread
+        if epilogue is not None:
+            epilogue(out[index], index)
+
+    if len(units) < 2 or not parallel_for(len(units), unit, m * cin * cout):
+        _pointwise(sampled, out, wt, bias_row, augmented, matmul)
+        if epilogue is not None:
+            epilogue(out, (Ellipsis,))
+    return out
+
+
+#: Output pixels per unit of a 1x1 convolution whose product is worth splitting (see conv_1x1_nhwc).
+UNIT_PIXELS = 4096
+
+
+def _pixel_units(shape: tuple[int, ...]) -> list[tuple]:
+    """Indices of (N, H, W...) covering it in units of about UNIT_PIXELS pixels, each a contiguous
+    block of the output: bands of rows of one image when images are large, else runs of images."""
+    n, per_image = shape[0], math.prod(shape[1:])
+    if len(shape) > 1 and per_image >= 2 * UNIT_PIXELS and shape[1] > 1:
+        rows = -(-shape[1] // -(-per_image // UNIT_PIXELS))
+        return [(i, slice(r, r + rows)) for i in range(n) for r in range(0, shape[1], rows)]
+    images = max(1, UNIT_PIXELS // max(per_image, 1))
+    return [(slice(i, i + images),) for i in range(0, n, images)]
+
+
+def _pointwise(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None,
+               augmented: np.ndarray | None, product: Callable) -> None:
+    """``dst`` (contiguous, pixels x C_out) = 1x1 convolution of ``src`` with its bias, by ``product``."""
+    cin = wt.shape[0]
+    pixels = math.prod(src.shape[:-1])
+    y2 = dst.view()
+    y2.shape = (pixels, dst.shape[-1])  # units are contiguous blocks of the output (raises rather than copy)
     if augmented is not None:
-        rows = _scratch(augmented.dtype, m * (cin + 1)).reshape(sampled.shape[:-1] + (cin + 1,))
+        rows = _scratch(augmented.dtype, pixels * (cin + 1)).reshape(src.shape[:-1] + (cin + 1,))
         rows[..., cin] = 1
-        rows[..., :cin] = sampled
-        matmul(rows.reshape(m, cin + 1), augmented, out=y2)
+        rows[..., :cin] = src
+        product(rows.reshape(pixels, cin + 1), augmented, out=y2)
     else:
-        matmul(np.ascontiguousarray(sampled).reshape(m, cin), wt, out=y2)
+        product(np.ascontiguousarray(src).reshape(pixels, cin), wt, out=y2)
         if bias_row is not None:
             _add_bias_rows(y2, bias_row)
-    if epilogue is not None:
-        epilogue(out, (Ellipsis,))
-    return out
 
 
 def folds_bias(cin: int, cout: int) -> bool:
