@@ -299,7 +299,10 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Se
                 index = (i, slice(None), slice(r0, r1))
                 finish(shaped[index], index)
 
-    if not parallel_for(n * bands, unit, y.size * taps):
+    # Fewer images than threads and weights more than twice the columns (ResNet's 7 x 7 layers):
+    # bands of positions would each pack all the weights, so split the product by weight rows.
+    by_weight_rows = n < PRODUCT_THREADS.threads and mg > 2 * int(math.prod(out_sp))
+    if by_weight_rows or not parallel_for(n * bands, unit, y.size * taps):
         matmul(wm, columns(win.transpose(perm)), out=y)
         if finish is not None:
             finish(shaped, (slice(None),))
