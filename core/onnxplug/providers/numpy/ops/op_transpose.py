@@ -15,15 +15,16 @@ MACS_PER_VALUE = 14
 class Transpose(NumpyKernel):
     def compute(self, x):
         perm = self.attr("perm")  # default: reverse the axes
-        axes = list(range(x.ndim))[::-1] if perm is None else [int(p) for p in perm]
-        if x.ndim < 2 or axes[0] != 0 or x.shape[0] < 2:
-            return np.ascontiguousarray(np.transpose(x, axes))
-        out = np.empty(tuple(x.shape[a] for a in axes), dtype=x.dtype)
+        axes = None if perm is None else [int(p) for p in perm]
+        view = np.transpose(x, axes)  # numpy checks the permutation
+        if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2:
+            return np.ascontiguousarray(view)
+        out = np.empty(view.shape, dtype=x.dtype)
         inner = [a - 1 for a in axes[1:]]
 
         def copy(i: int) -> None:
             out[i] = x[i].transpose(inner)
 
         if not parallel_for(x.shape[0], copy, x.size * MACS_PER_VALUE):
-            np.copyto(out, x.transpose(axes))
+            np.copyto(out, view)
         return out
