@@ -8,11 +8,13 @@ Two kinds of 2-D convolution have a channels-last formulation that beats the NCH
   tap's weights tiled over the row: numpy's contiguous sum-of-products loop, with no im2col copies
   (MobileNetV2's depthwise layers at batch 1: 9.5 ms in all, 18.4 ms in NCHW). Strides keep runs
   contiguous by splitting the padded columns into stride phases.
-- 1x1 ones: ``(N*H*W, C_in) @ (C_in, C_out)``, one product whose rows are output pixels.
+- 1x1 ones: ``(N*H*W, C_in) @ (C_in, C_out)``, a product whose rows are output pixels; one
+  worth splitting goes to the product threads in units of about 4K pixels (conv_1x1_nhwc).
 
 Everything else (other groups, kernels, ranks, negative pads) transposes to NCHW, runs the
-standard kernel and transposes back. Work is not cut into cache-sized bands of rows: slower at
-every band size tried (32 x 112 x 112 in bands of 8K outputs 4.8 ms, of 128K 1.6 ms, whole 1.3 ms).
+standard kernel and transposes back. A depthwise image is not cut into cache-sized bands of rows:
+slower at every band size tried (32 x 112 x 112 in bands of 8K outputs 4.8 ms, of 128K 1.6 ms,
+whole 1.3 ms), and bands shared by two threads at batch 1 gained nothing in MobileNetV2.
 """
 
 from __future__ import annotations
