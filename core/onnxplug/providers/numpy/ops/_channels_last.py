@@ -19,6 +19,7 @@ whole 1.3 ms), and bands shared by two threads at batch 1 gained nothing in Mobi
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -183,7 +184,7 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
     cin, cout = wt.shape
     m = math.prod(sampled.shape[:-1])
     out = np.empty(sampled.shape[:-1] + (cout,), dtype=np.result_type(x.dtype, wt.dtype))
-    units = _pixel_units(sampled.shape[:-1])
+    units = _pixel_units(sampled.shape[:-1], UNIT_PIXELS)
 
     def unit(k: int) -> None:
         index = units[k]
@@ -202,15 +203,17 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
 UNIT_PIXELS = 4096
 
 
-def _pixel_units(shape: tuple[int, ...]) -> list[tuple]:
-    """Indices of (N, H, W...) covering it in units of about UNIT_PIXELS pixels, each a contiguous
-    block of the output: bands of rows of one image when images are large, else runs of images."""
+@functools.lru_cache(maxsize=64)
+def _pixel_units(shape: tuple[int, ...], unit_pixels: int) -> tuple[tuple, ...]:
+    """Indices of (N, H, W...) covering it in units of about ``unit_pixels`` pixels, each a contiguous
+    block of the output: bands of rows of one image when images are large, else runs of images
+    (kept per shape: every 1x1 layer asks, and most do not split)."""
     n, per_image = shape[0], math.prod(shape[1:])
-    if len(shape) > 1 and per_image >= 2 * UNIT_PIXELS and shape[1] > 1:
-        rows = -(-shape[1] // -(-per_image // UNIT_PIXELS))
-        return [(i, slice(r, r + rows)) for i in range(n) for r in range(0, shape[1], rows)]
-    images = max(1, UNIT_PIXELS // max(per_image, 1))
-    return [(slice(i, i + images),) for i in range(0, n, images)]
+    if len(shape) > 1 and per_image >= 2 * unit_pixels and shape[1] > 1:
+        rows = -(-shape[1] // -(-per_image // unit_pixels))
+        return tuple((i, slice(r, r + rows)) for i in range(n) for r in range(0, shape[1], rows))
+    images = max(1, unit_pixels // max(per_image, 1))
+    return tuple((slice(i, i + images),) for i in range(0, n, images))
 
 
 def _pointwise(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None,
