@@ -9,32 +9,16 @@ product and the im2col products of three ResNet-18 layers at batch 1 (stem, laye
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import numpy as np
 import onnx
 import threadpoolctl
 from onnx import TensorProto, helper
 
-from harness import PAUSE_S, machine_description, markdown_table
+from harness import interleaved, machine_description, markdown_table
 
 SHAPES = [(1024, 1024, 1024), (64, 147, 12544), (64, 576, 3136), (512, 4608, 49)]
-
-
-def _medians_s(runs: dict, rounds: int = 7, repeat: int = 5) -> dict[str, float]:
-    """Median seconds per run of each engine, over ``rounds`` alternating blocks of ``repeat``."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for r in range(rounds):
-        for name, run in (runs.items() if r % 2 == 0 else reversed(runs.items())):
-            run()  # warm: the other engine ran last
-            for _ in range(repeat):
-                start = time.perf_counter()
-                run()
-                times[name].append(time.perf_counter() - start)
-            time.sleep(PAUSE_S)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def _matmul_model(m: int, k: int, n: int) -> onnx.ModelProto:
@@ -60,10 +44,11 @@ def main() -> int:
                                             providers=["CPUExecutionProvider"])
         out = np.empty((m, n), np.float32)
         with threadpoolctl.threadpool_limits(1, user_api="blas"):
-            t = _medians_s({"mlas": lambda: sess.run(None, {"a": a, "b": b}),
-                            "blas": lambda: np.matmul(a, b, out=out)})
-        flop = 2 * m * k * n / 1e9
-        mlas, blas = flop / t["mlas"], flop / t["blas"]
+            t = interleaved({"mlas": lambda feeds: sess.run(None, feeds),
+                             "blas": lambda feeds: np.matmul(feeds["a"], feeds["b"], out=out)},
+                            {"a": a, "b": b}, blocks=7, block_runs=5)
+        gflop = 2 * m * k * n / 1e6  # per millisecond
+        mlas, blas = gflop / t["mlas"].median_ms, gflop / t["blas"].median_ms
         rows.append([f"{m} x {k} x {n}", f"{mlas:.0f}", f"{blas:.0f}", f"{blas / mlas:.2f}"])
     print(f"machine: {machine_description()}")
     print(markdown_table(["M x K x N", "onnxruntime GFLOP/s", "numpy BLAS GFLOP/s", "numpy / onnxruntime"], rows))
