@@ -21,3 +21,23 @@ def poisoned_scratch(monkeypatch):
         return buf
 
     monkeypatch.setattr(ThreadScratch, "get", poisoned)
+
+
+@pytest.fixture
+def parallel_for_calls(monkeypatch):
+    """``spy(module)`` records every call of ``module``'s ``parallel_for`` as (units, whether they
+    went to the product threads) and returns the list it appends to."""
+
+    def spy(module) -> list[tuple[int, bool]]:
+        calls: list[tuple[int, bool]] = []
+        real = module.parallel_for
+
+        def recording(count, body, macs):
+            ran = real(count, body, macs)
+            calls.append((count, ran))
+            return ran
+
+        monkeypatch.setattr(module, "parallel_for", recording)
+        return calls
+
+    return spy

@@ -159,27 +159,20 @@ def test_pointwise_bias_in_the_product_matches(tmp_path, monkeypatch, poisoned_s
 
 
 @pytest.mark.parametrize("images", [1, 3])
-def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, images):
+def test_large_layers_split_over_the_product_threads(tmp_path, parallel_for_calls, images):
     """Large enough work (here: a wide layer, batch 3) runs images or row blocks on both product
     threads; values still match."""
-    splits = []
-    real = _channels_last.parallel_for
-
-    def spy(count, body, macs):
-        done = real(count, body, macs)
-        splits.append(done)
-        return done
-
-    monkeypatch.setattr(_channels_last, "parallel_for", spy)
+    splits = parallel_for_calls(_channels_last)
     proto = _separable((images, 32, 56, 56), 6, 1, {}, False)
     ours, expected, counts = _run_both(proto, {"x": f32(images, 32, 56, 56)}, tmp_path)
     _assert_close(ours, expected)
-    assert splits and any(splits) == (images > 1), splits
+    assert splits and any(ran for _, ran in splits) == (images > 1), splits
 
 
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("cin,cout", [(4, 12), (6, 6)])
-def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poisoned_scratch, stride, cin, cout):
+def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poisoned_scratch, parallel_for_calls,
+                                                     stride, cin, cout):
     """A 1x1 layer worth splitting runs in units of output pixels on both product threads, each
     with its own copy, bias (in the product or added) and epilogue, here a residual then Relu:
     bands of an image's rows (9 x 7 images at stride 1) or runs of images (5 x 4 at stride 2),
@@ -190,12 +183,10 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     monkeypatch.setattr(_channels_last, "UNIT_PIXELS", 16)
     calls = []
-    real_conv, real_for = _channels_last.conv_1x1_nhwc, _channels_last.parallel_for
+    real_conv = _channels_last.conv_1x1_nhwc
     monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
                         lambda *a: calls.append(a[4] is not None and a[4].z is not None) or real_conv(*a))
-    shared = []
-    monkeypatch.setattr(_channels_last, "parallel_for",
-                        lambda count, body, macs: shared.append(count) or real_for(count, body, macs))
+    shared = parallel_for_calls(_channels_last)
     inits = {"wd": f32(cin, 1, 3, 3), "wp": f32(cout, cin, 1, 1), "bp": f32(cout), "wr": f32(cout, cout, 1, 1),
              "br": f32(cout)}
     nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4),
@@ -207,7 +198,7 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
     _assert_close(ours, expected)
     assert calls == [False, True]  # the second 1x1 takes the residual and the Relu
     units = 3 * 3 if stride == 1 else 3  # 3 bands of 3 rows per image, or one image per unit
-    assert shared.count(units) >= 2, shared
+    assert shared.count((units, True)) >= 2, shared
 
 
 def test_reused_scratch_contents_never_reach_outputs(tmp_path, poisoned_scratch):

@@ -89,19 +89,11 @@ def test_stride_one_uses_shifted_rows(monkeypatch, pads, stride, used):
 
 @pytest.mark.skipif(PRODUCT_THREADS.threads < 2, reason="needs two product threads")
 @pytest.mark.parametrize("images, stride", [(1, 1), (1, 2), (3, 1)], ids=["batch 1", "batch 1 s2", "batch 3"])
-def test_large_depthwise_runs_units_on_both_threads(monkeypatch, images, stride):
+def test_large_depthwise_runs_units_on_both_threads(monkeypatch, parallel_for_calls, images, stride):
     """Work large enough to split (here: made so by weighting depthwise work up) goes in units for
     both threads at batch 1, and in a batch not divisible by the thread count; every unit's
     channels are checked against onnxruntime."""
-    ran = []
-    real = _depthwise.parallel_for
-
-    def spy(count, body, macs):
-        done = real(count, body, macs)
-        ran.append((count, done))
-        return done
-
-    monkeypatch.setattr(_depthwise, "parallel_for", spy)
+    ran = parallel_for_calls(_depthwise)
     monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 512 << 10)
     monkeypatch.setattr(_depthwise, "DEPTHWISE_MAC_COST", 64)
     size = 64 * stride  # 40 x 64 x 64 outputs per image

@@ -110,21 +110,14 @@ def test_minus_infinity_mask_and_nan_stay_in_their_rows():
     assert not np.isnan(ours[0, 3, 16:]).any()
 
 
-def test_large_batches_go_image_by_image_over_the_product_threads(monkeypatch):
+def test_large_batches_go_image_by_image_over_the_product_threads(monkeypatch, parallel_for_calls):
     """Products worth splitting send each batch image to the product threads with its own softmax
     shift (here one image needs the per-row path, one has every key masked): outputs match
     onnxruntime and the one-pass path taken with a single thread."""
     from onnxplug.providers.numpy import blas
     from onnxplug.providers.numpy.ops import op_fused_attention
 
-    shared = []
-    real = op_fused_attention.parallel_for
-
-    def spy(count, body, macs):
-        shared.append(real(count, body, macs))
-        return shared[-1]
-
-    monkeypatch.setattr(op_fused_attention, "parallel_for", spy)
+    shared = parallel_for_calls(op_fused_attention)
     feeds = _feeds(6, 128, 128, width=256)
     feeds["q"][2, 0, :64] *= 400  # image 2, head 0, row 0: logits in the thousands
     lengths = np.array([128, 100, 60, 1, 128, 7])
@@ -135,7 +128,7 @@ def test_large_batches_go_image_by_image_over_the_product_threads(monkeypatch):
     shared_out = _ours(feeds, 0.125)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 1)
     one_pass = _ours(feeds, 0.125)
-    assert shared == [True, False]
+    assert shared == [(6, True), (6, False)]
     ort_feeds = dict(feeds, bias=np.broadcast_to(feeds["bias"], (6, 1, 128, 128)).copy())
     (expected,) = ort_outputs(_model("com.microsoft", ort_feeds, 0.125, positions=[0, 1, 2, 5]), ort_feeds)
     unmasked = [0, 1, 2, 3, 5]

@@ -109,7 +109,7 @@ def test_reused_scratch_contents_never_reach_outputs(poisoned_scratch):
         assert np.abs(y - expected).max() <= 1.2e-6
 
 
-def test_large_tensors_share_their_blocks_over_the_product_threads(monkeypatch, poisoned_scratch):
+def test_large_tensors_share_their_blocks_over_the_product_threads(monkeypatch, poisoned_scratch, parallel_for_calls):
     """A tensor worth splitting (about 32M multiply-adds' worth of work) goes block by block to both
     product threads, each with its own (here NaN-poisoned) scratch: values equal the whole-tensor
     GELU's bit for bit."""
@@ -117,14 +117,7 @@ def test_large_tensors_share_their_blocks_over_the_product_threads(monkeypatch, 
     from onnxplug.providers.numpy.ops import op_fused_gelu
 
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    shared = []
-    real = op_fused_gelu.parallel_for
-
-    def spy(count, body, macs):
-        shared.append((count, real(count, body, macs)))
-        return shared[-1][1]
-
-    monkeypatch.setattr(op_fused_gelu, "parallel_for", spy)
+    shared = parallel_for_calls(op_fused_gelu)
     rng = np.random.default_rng(7)
     x = (3 * rng.standard_normal((6, 128, 1024))).astype(np.float32)
     bias = rng.standard_normal(1024).astype(np.float32)

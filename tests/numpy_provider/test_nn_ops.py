@@ -312,7 +312,7 @@ def test_average_pool(name, shape, attrs, include_pad):
 
 
 @pytest.mark.parametrize("name,shape,attrs", POOL_CASES, ids=[c[0] for c in POOL_CASES])
-def test_pools_split_over_the_product_threads_match(monkeypatch, name, shape, attrs):
+def test_pools_split_over_the_product_threads_match(monkeypatch, parallel_for_calls, name, shape, attrs):
     """Pools worth splitting (here: made so) reduce blocks of (image, channel) planes on both product
     threads: the same values as onnxruntime's, for max (exactly) and average pools."""
     from onnxplug.providers.numpy import blas
@@ -320,13 +320,11 @@ def test_pools_split_over_the_product_threads_match(monkeypatch, name, shape, at
 
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    split = []
-    real = _pool_util.parallel_for
-    monkeypatch.setattr(_pool_util, "parallel_for", lambda c, body, macs: split.append(real(c, body, macs)) or split[-1])
+    split = parallel_for_calls(_pool_util)
     x = f32(*shape)
     assert_matches_oracle("MaxPool", {"x": x}, rtol=0, atol=0, opset=12, **attrs)
     assert_matches_oracle("AveragePool", {"x": x}, rtol=1e-5, atol=1e-6, opset=19, count_include_pad=1, **attrs)
-    assert split == ([True, True] if shape[0] * shape[1] > 1 else [])
+    assert [ran for _, ran in split] == ([True, True] if shape[0] * shape[1] > 1 else [])
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])

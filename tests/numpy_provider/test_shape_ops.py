@@ -26,19 +26,17 @@ def i64(*values):
 # --- transpose, reshape, flatten, squeeze, unsqueeze -----------------------------------------
 
 @pytest.mark.parametrize("perm", [[0, 2, 3, 1], [0, 3, 1, 2], [0, 1, 3, 2]])
-def test_large_transposes_keeping_the_first_axis_copy_it_on_the_product_threads(monkeypatch, perm):
+def test_large_transposes_keeping_the_first_axis_copy_it_on_the_product_threads(monkeypatch, parallel_for_calls, perm):
     """Large enough (here: made so), they copy one first-axis index per unit on both threads."""
     from onnxplug.providers.numpy import blas
     from onnxplug.providers.numpy.ops import op_transpose
 
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    shared = []
-    real = op_transpose.parallel_for
-    monkeypatch.setattr(op_transpose, "parallel_for", lambda c, body, macs: shared.append(real(c, body, macs)) or shared[-1])
+    shared = parallel_for_calls(op_transpose)
     x = rand((5, 6, 7, 8))
     assert_matches_oracle("Transpose", {"x": x}, rtol=0, atol=0, perm=perm)
-    assert shared == [True]
+    assert shared == [(5, True)]
 
 
 @pytest.mark.parametrize("perm", [None, [0, 2, 1], [2, 0, 1], [1, 0, 2]])

@@ -111,19 +111,19 @@ FALLBACK_CASES = [
                                                   ((1, 8, 20, 20), (8, 8, 3, 3), False),
                                                   ((2, 16, 4, 4), (64, 16, 3, 3), False)],
                          ids=["weights over twice the columns", "columns larger", "an image per thread"])
-def test_split_im2col_product_by_weight_rows_or_bands(monkeypatch, xs, ws, by_weight_rows):
+def test_split_im2col_product_by_weight_rows_or_bands(monkeypatch, parallel_for_calls, xs, ws, by_weight_rows):
     """With fewer images than threads, a strided-window convolution whose weights are more than twice
     its columns splits its product by weight rows (each thread packs half the weights); otherwise
     bands of output rows (or images) go to the threads with their own columns. Both match."""
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    whole, units = [], []
-    real_matmul, real_for = _conv_util.matmul, _conv_util.parallel_for
+    whole = []
+    real_matmul = _conv_util.matmul
     monkeypatch.setattr(_conv_util, "matmul", lambda a, b, out=None: whole.append(a.shape) or real_matmul(a, b, out))
-    monkeypatch.setattr(_conv_util, "parallel_for", lambda c, body, macs: units.append(c) or real_for(c, body, macs))
+    units = parallel_for_calls(_conv_util)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[1, 1, 1, 1])
-    assert (whole, units) == (([(1, ws[0], 16 * 9)], []) if by_weight_rows else ([], [2]))
+    assert (whole, units) == (([(1, ws[0], 16 * 9)], []) if by_weight_rows else ([], [(2, True)]))
 
 
 @pytest.mark.parametrize("name,xs,ws,attrs,setup", FALLBACK_CASES, ids=[c[0] for c in FALLBACK_CASES])
