@@ -41,3 +41,22 @@ def parallel_for_calls(monkeypatch):
         return calls
 
     return spy
+
+
+@pytest.fixture
+def calls_of(monkeypatch):
+    """``spy(module, name, record)`` wraps ``module.name`` so that every call first appends
+    ``record(*args)`` to the list it returns, then runs the original."""
+
+    def spy(module, name: str, record) -> list:
+        calls: list = []
+        real = getattr(module, name)
+
+        def recording(*args):
+            calls.append(record(*args))
+            return real(*args)
+
+        monkeypatch.setattr(module, name, recording)
+        return calls
+
+    return spy

@@ -30,17 +30,9 @@ def f32(*shape: int) -> np.ndarray:
 
 
 @pytest.fixture
-def padded_rows_calls(monkeypatch) -> list[tuple]:
+def padded_rows_calls(calls_of) -> list[tuple]:
     """Records the (x shape, group) of every call to the padded-rows path."""
-    calls: list[tuple] = []
-    real = _conv_util._conv_padded_rows
-
-    def spy(x, w, biased, scratch, group, epilogue):
-        calls.append((x.shape, group))
-        return real(x, w, biased, scratch, group, epilogue)
-
-    monkeypatch.setattr(_conv_util, "_conv_padded_rows", spy)
-    return calls
+    return calls_of(_conv_util, "_conv_padded_rows", lambda x, w, biased, scratch, group, epilogue: (x.shape, group))
 
 
 # (name, x shape, w shape, Conv attributes): all go to the padded-rows path

@@ -30,17 +30,9 @@ def f32(*shape: int) -> np.ndarray:
 
 
 @pytest.fixture
-def winograd_calls(monkeypatch) -> list[tuple]:
+def winograd_calls(calls_of) -> list[tuple]:
     """Records the x shape of every Winograd convolution."""
-    calls: list[tuple] = []
-    real = _conv_util.winograd_conv
-
-    def spy(x, u, b, begin, end, epilogue):
-        calls.append(x.shape)
-        return real(x, u, b, begin, end, epilogue)
-
-    monkeypatch.setattr(_conv_util, "winograd_conv", spy)
-    return calls
+    return calls_of(_conv_util, "winograd_conv", lambda x, u, b, begin, end, epilogue: x.shape)
 
 
 @pytest.fixture
@@ -99,7 +91,7 @@ def _fused_model(xs, k, pads, residual_shape) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("name,xs,k,pads,units", UNIT_CASES, ids=[c[0] for c in UNIT_CASES])
-def test_fused_residual_and_relu_match_onnxruntime(tmp_path, monkeypatch, small_units, poisoned_scratch, parallel_for_calls,
+def test_fused_residual_and_relu_match_onnxruntime(tmp_path, calls_of, small_units, poisoned_scratch, parallel_for_calls,
                                                    winograd_calls, name, xs, k, pads, units):
     """The FusedConv epilogue (residual, then Relu) runs on each unit's rows as they are copied out,
     or on the crop when the output is not whole tiles. The kernel's weights are constant: their
@@ -107,9 +99,7 @@ def test_fused_residual_and_relu_match_onnxruntime(tmp_path, monkeypatch, small_
     oh, ow = xs[2] + pads[0] + pads[2] - 2, xs[3] + pads[1] + pads[3] - 2
     model = _fused_model(xs, k, pads, [xs[0], k, oh, ow])
     feeds = {"x": f32(*xs), "r": f32(xs[0], k, oh, ow)}
-    transforms = []
-    real_transform = _conv_util.transform_weights
-    monkeypatch.setattr(_conv_util, "transform_weights", lambda w: transforms.append(w.shape) or real_transform(w))
+    transforms = calls_of(_conv_util, "transform_weights", lambda w: w.shape)
     split = parallel_for_calls(_winograd)
     so = onnxplug.SessionOptions()
     so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
