@@ -23,12 +23,13 @@ for all of ResNet-18's 3x3 stride-1 layers, which its batch-8 run uses; 9.4 MB a
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
+from onnxplug.providers.numpy.ops._depthwise import Epilogue
 from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 
 #: False sends every convolution to the other paths (a switch for A/B measurements and tests).
@@ -52,7 +53,7 @@ _BT = np.array([[4, 0, -5, 0, 1, 0],
                 [0, 4, -4, -1, 1, 0],
                 [0, -2, -1, 2, 1, 0],
                 [0, 2, -1, -2, 1, 0],
-                [0, 4, 0, -5, 0, 1]], dtype=np.float64)
+                [0, 4, 0, -5, 0, 1]], dtype=np.float32)
 _G = np.array([[1 / 4, 0, 0],
                [-1 / 6, -1 / 6, -1 / 6],
                [-1 / 6, 1 / 6, -1 / 6],
@@ -62,10 +63,7 @@ _G = np.array([[1 / 4, 0, 0],
 _AT = np.array([[1, 1, 1, 1, 1, 0],
                 [0, 1, -1, 2, -2, 0],
                 [0, 1, 1, 4, 4, 0],
-                [0, 1, -1, 8, -8, 1]], dtype=np.float64)
-_BT32, _AT32 = _BT.astype(np.float32), _AT.astype(np.float32)
-
-Epilogue = Callable[[np.ndarray, tuple], None]
+                [0, 1, -1, 8, -8, 1]], dtype=np.float32)
 
 
 def winograd_fits(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
@@ -148,7 +146,7 @@ class _Job:
         tb = r1 - r0
         tiles = n * tb * tw
         s = _Scratch(x.dtype, n, c, k, tb, tw, x.shape[2], x.shape[3], r0, self.begin)
-        bt, at = _BT32, _AT32
+        bt, at = _BT, _AT
         np.copyto(s.interior, xs[:, :, s.rows[0]:s.rows[1]].transpose(1, 0, 2, 3))
         # d[i, j, c, tile] = the tile's value at (i, j); e = B^T d (rows), v = e B (columns)
         np.copyto(s.d, s.windows)
