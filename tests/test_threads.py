@@ -11,20 +11,25 @@ import threadpoolctl
 
 import onnxplug as ort
 from onnxplug.providers.numpy import blas
+from onnxplug.providers.numpy.threaded_blas import threaded_blas
 
 
-def _blas_threads() -> set[int]:
-    return {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+def _numpy_blas_threads() -> set[int]:
+    """Thread counts of the BLAS libraries but the provider's threaded one (numpy's, in practice)."""
+    threaded = threaded_blas()
+    return {i["num_threads"] for i in threadpoolctl.threadpool_info()
+            if i["user_api"] == "blas" and (threaded is None or i["filepath"] != threaded.path)}
 
 
 @pytest.fixture
 def two_product_threads():
-    """Two product threads for the test; the BLAS pool and the thread count restored after it."""
-    before, threads = threadpoolctl.threadpool_info(), blas.PRODUCT_THREADS.threads
+    """Two product threads for the test; the BLAS pools and the thread count restored after it."""
+    controller = threadpoolctl.ThreadpoolController()
+    before, threads = [(lib, lib.num_threads) for lib in controller.lib_controllers], blas.PRODUCT_THREADS.threads
     blas.PRODUCT_THREADS.configure(2)
     yield
-    for info in before:
-        threadpoolctl.threadpool_limits(info["num_threads"], user_api=info["user_api"])
+    for lib, count in before:
+        lib.set_num_threads(count)
     blas.PRODUCT_THREADS.threads = threads
 
 
@@ -34,10 +39,14 @@ def test_intra_op_num_threads_sizes_product_threads_and_pins_blas(add_relu_model
         so.intra_op_num_threads = n
         ort.InferenceSession(add_relu_model, so, providers=["numpy"])
         assert blas.PRODUCT_THREADS.threads == n
-        assert _blas_threads() == {1}  # BLAS's own pool would make results depend on the thread
+        assert _numpy_blas_threads() == {1}  # BLAS's own pool would make results depend on the thread
+        threaded = threaded_blas()
+        if threaded is not None:  # the private threaded BLAS follows the session's count
+            assert threaded.library_threads() == n
 
 
-def test_large_product_runs_blocks_on_worker_threads_and_matches_numpy(two_product_threads):
+def test_large_product_runs_blocks_on_worker_threads_and_matches_numpy(two_product_threads, monkeypatch):
+    monkeypatch.setattr(blas, "THREADED_PRODUCT_MACS", 10**18)  # the split used without the threaded BLAS
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 96, 300)).astype(np.float32)
     b = rng.standard_normal((300, 700)).astype(np.float64)  # mixed dtypes promote as numpy does

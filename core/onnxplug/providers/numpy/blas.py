@@ -1,4 +1,5 @@
-"""Matrix products of the numpy provider: single-threaded BLAS, split across our own threads.
+"""Matrix products of the numpy provider: single-threaded BLAS, split across our own threads, and
+a private threaded BLAS for large single products.
 
 numpy's BLAS (OpenBLAS) keeps one process-wide pool, and three of its traits hurt a runtime:
 - waking its sleeping workers costs more than a small product gains from them (measured here: a
@@ -6,11 +7,14 @@ numpy's BLAS (OpenBLAS) keeps one process-wide pool, and three of its traits hur
 - its results depend on the pool size (one thread takes other code paths; the last bits differ);
 - the pool size set from a thread other than the main one is ignored.
 
-So the provider pins the pool to one thread and parallelises large products itself: a product of at
-least ``SPLIT_PRODUCT_MACS`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column (or row) blocks
-per ``intra_op_num_threads``, which the threads take as they become free. Every block is a
-single-threaded BLAS call whose cut depends only on the shapes, so results are the same whichever
-thread runs a block or a session, and concurrent runs match serial ones bit for bit.
+So the provider pins that pool to one thread. Work units shared over the provider's own threads
+(``parallel_for``) call it, one unit per thread at a time. A large product that runs alone on the
+calling thread (``matmul``) goes to a second OpenBLAS with ``intra_op_num_threads`` threads of its
+own (``threaded_blas``), whose workers take their share in microseconds. Without that library, a
+product of at least ``SPLIT_PRODUCT_MACS`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column
+(or row) blocks per thread, which the provider's threads take as they become free. Either way a
+product's cut depends only on its shapes and the thread count, so results are the same whichever
+thread runs it, and concurrent runs match serial ones bit for bit.
 """
 
 from __future__ import annotations
@@ -24,8 +28,14 @@ from typing import Callable
 import numpy as np
 import threadpoolctl
 
+from onnxplug.providers.numpy.placement import PLACEMENT, pin_thread
+from onnxplug.providers.numpy.threaded_blas import ThreadedBlas, threaded_blas
+
 #: Products with fewer multiply-adds than this run on the calling thread alone.
 SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000))
+#: Single products of at least this many multiply-adds go to the threaded BLAS when it is loaded
+#: (below, numpy's one-thread call costs less than the hand-off).
+THREADED_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_MACS", 8_000_000))
 #: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
@@ -54,22 +64,35 @@ class _ProductThreads:
         self._lock = threading.Lock()
 
     def configure(self, threads: int) -> None:
-        """Pin BLAS to one thread, and run large products on ``threads`` threads (0 keeps the count:
-        one per core unless a session asked for another)."""
-        threadpoolctl.threadpool_limits(limits=1, user_api="blas")  # ~0.5 ms, once per session
+        """Pin numpy's BLAS to one thread, and run large products on ``threads`` threads (0 keeps
+        the count: one per core unless a session asked for another), the threaded BLAS's too."""
+        threaded = threaded_blas()
+        controller = threadpoolctl.ThreadpoolController()  # ~0.5 ms, once per session
+        for lib in controller.lib_controllers:  # numpy's BLAS (and any other), not the threaded one
+            if lib.user_api == "blas" and (threaded is None or not os.path.samefile(lib.filepath, threaded.path)):
+                lib.set_num_threads(1)
         if threads > 0:
             self.threads = threads
+        if threaded is not None:
+            threaded.set_threads(self.threads)
 
     def pool(self) -> ThreadPoolExecutor:
         """Workers for all but the first block (created on first use, grown when asked for more)."""
         with self._lock:
             if self._pool is None or self._pool_size < self.threads - 1:
                 self._pool_size = max(self.threads - 1, 1)
-                self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="onnxplug-blas")
+                self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="onnxplug-blas",
+                                                initializer=_placed_worker)
             return self._pool
 
 
 PRODUCT_THREADS = _ProductThreads()
+
+
+def _placed_worker() -> None:
+    """Runs first on every product thread: it is kept off the caller's CPU (see ``placement``)."""
+    native = threading.get_native_id()
+    PLACEMENT.register(("product thread", native), pin_thread(native))
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -78,6 +101,12 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay ~1 us here, not ~4
         m, k = a.shape
         n = b.shape[1]
+        if parts > 1 and m * k * n >= THREADED_PRODUCT_MACS:
+            threaded = _threaded(parts)
+            if threaded is not None:
+                done = threaded.gemm(a, b, out)
+                if done is not None:
+                    return done
         if parts < 2 or m * k * n < SPLIT_PRODUCT_MACS:
             # ndarray.dot makes the same BLAS call for matrices, with ~1.5 us less dispatch than the ufunc
             return a.dot(b) if out is None else np.matmul(a, b, out=out)
@@ -96,6 +125,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     m, k = a.shape[-2:]
     n = b.shape[-1]
     batch = max(a.size // (m * k or 1), b.size // (k * n or 1))  # the broadcast batch when one is 1
+    if (batch == 1 and max(a.ndim, b.ndim) > 2 and m * n * k >= THREADED_PRODUCT_MACS
+            and _threaded(parts) is not None):
+        # one matrix each (a conv of one image and one group): the 2-D views take the threaded BLAS
+        lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if out is None:
+            out = np.empty(lead + (m, n), dtype=np.result_type(a.dtype, b.dtype))
+        matmul(a[(0,) * (a.ndim - 2)], b[(0,) * (b.ndim - 2)], out[(0,) * (out.ndim - 2)])
+        return out
     if batch * m * n * k < SPLIT_PRODUCT_MACS:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -110,6 +147,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         jobs = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cuts]
     _share(len(jobs), lambda i: np.matmul(jobs[i][0], jobs[i][1], out=jobs[i][2]), parts - 1)
     return out
+
+
+def _threaded(parts: int) -> ThreadedBlas | None:
+    """The threaded BLAS sized to ``parts`` threads, or None when it is not loaded."""
+    threaded = threaded_blas()
+    if threaded is not None:
+        threaded.set_threads(parts)
+    return threaded
 
 
 def _cuts(size: int, parts: int) -> list[tuple[int, int]]:
@@ -152,7 +197,9 @@ def _share(count: int, body: Callable[[int], None], helpers: int) -> None:
                 return
             body(i)
 
-    pending = [PRODUCT_THREADS.pool().submit(loop) for _ in range(helpers)]
+    pool = PRODUCT_THREADS.pool()
+    PLACEMENT.before_handoff()
+    pending = [pool.submit(loop) for _ in range(helpers)]
     try:
         loop()
     except BaseException:
