@@ -498,3 +498,37 @@ def test_padded_rows_read_non_contiguous_inputs(padded_rows_calls):
     got = _conv_util.conv_nd(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
     assert_same(got, expected, 1e-4, 1e-4)
     assert padded_rows_calls
+
+
+@pytest.mark.skipif(_conv_util.threaded_blas() is None, reason="no threaded BLAS")
+@pytest.mark.parametrize("bias", [False, True])
+def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls, bias):
+    """A batch whose product is large enough for the threaded BLAS gets columns with the images
+    side by side and one product; poisoned scratch, every image and the bias still match
+    onnxruntime, and the threaded BLAS made the product."""
+    monkeypatch.setattr(blas, "THREADED_PRODUCT_MACS", 100_000)
+    monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    threaded = _conv_util.threaded_blas()
+    products: list[tuple] = []
+    real_gemm = type(threaded).gemm
+    monkeypatch.setattr(type(threaded), "gemm", lambda self, a, b, out=None: products.append(b.shape)
+                        or real_gemm(self, a, b, out))
+    real = _conv_util._padded_rows_scratch
+    layouts: list[bool] = []
+
+    def poisoned(*args):
+        scratch = real(*args)
+        layouts.append(scratch.wide)
+        scratch.interior.fill(np.nan)
+        scratch.taps.fill(np.nan)
+        scratch.product.fill(np.nan)
+        return scratch
+
+    monkeypatch.setattr(_conv_util, "_padded_rows_scratch", poisoned)
+    feeds = {"x": f32(3, 5, 12, 14) * 4, "w": f32(7, 5, 3, 3)}
+    if bias:
+        feeds["b"] = f32(7)
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 0, 1, 2])
+    assert layouts == [True] and padded_rows_calls
+    taps = 5 * 9 + bias
+    assert products == [(taps, 3 * 12 * 16)]  # (taps [+ ones], images x padded-width rows)
