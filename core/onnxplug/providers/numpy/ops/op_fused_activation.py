@@ -45,6 +45,11 @@ def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.nd
     raise ValueError(f"unknown fused activation {name!r}")
 
 
+def activation_of(kernel) -> tuple[str, list[float]]:
+    """A fused kernel's (activation name, parameters), read once when the kernel is made."""
+    return kernel.attr("activation", ""), list(kernel.attr("activation_params", []) or [])
+
+
 def activation_supported(node: Node) -> bool:
     """Whether a fused node names an activation these kernels implement."""
     return node.attr("activation", "") in ACTIVATIONS
