@@ -252,3 +252,25 @@ def test_layout_answers_follow_the_graph_they_are_asked_about():
     assert len(wanted) == convs - 1 + 1  # every convolution but the stem, and the pool
     graph.nodes = [n for n in graph.nodes if int(n.attr("group", 1)) == 1]  # no depthwise layer left
     assert all(provider.preferred_layout(n, graph) is None for n in graph.nodes)
+
+
+def test_mid_size_pointwise_products_take_the_threaded_blas(monkeypatch):
+    """A 1x1 layer's single product goes to the threaded BLAS from POINTWISE_THREADED_MACS on,
+    below blas.THREADED_PRODUCT_MACS, and gives numpy's result."""
+    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.threaded_blas import threaded_blas
+
+    threaded = threaded_blas()
+    if threaded is None:
+        pytest.skip("no threaded BLAS")
+    monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    calls: list[tuple] = []
+    real = type(threaded).gemm
+    monkeypatch.setattr(type(threaded), "gemm", lambda self, a, b, out=None: calls.append(a.shape) or real(self, a, b, out))
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 28, 28, 32)).astype(np.float32)  # 784 x 32 @ 32 x 192: 4.8M
+    wt = rng.standard_normal((32, 192)).astype(np.float32)
+    assert _channels_last.POINTWISE_THREADED_MACS <= 784 * 32 * 192 < blas.THREADED_PRODUCT_MACS
+    got = _channels_last.conv_1x1_nhwc(x, wt, None, (1, 1), None)
+    np.testing.assert_allclose(got, x @ wt, rtol=1e-4, atol=1e-4)
+    assert calls == [(784, 32)]

@@ -95,13 +95,15 @@ def _placed_worker() -> None:
     PLACEMENT.register(("product thread", native), pin_thread(native))
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.matmul`` (1-D and batched operands as numpy), parallel over blocks when large."""
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
+           threaded_macs: int | None = None) -> np.ndarray:
+    """``np.matmul`` (1-D and batched operands as numpy), parallel over blocks when large.
+    ``threaded_macs`` replaces THREADED_PRODUCT_MACS for a caller whose products come in runs."""
     parts = PRODUCT_THREADS.threads
     if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay ~1 us here, not ~4
         m, k = a.shape
         n = b.shape[1]
-        if parts > 1 and m * k * n >= THREADED_PRODUCT_MACS:
+        if parts > 1 and m * k * n >= (THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs):
             threaded = _threaded(parts)
             if threaded is not None:
                 done = threaded.gemm(a, b, out)

@@ -193,10 +193,20 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
             epilogue(out[index], index)
 
     if len(units) < 2 or not parallel_for(len(units), unit, m * cin * cout):
-        _pointwise(sampled, out, wt, bias_row, augmented, matmul)
+        _pointwise(sampled, out, wt, bias_row, augmented, _pointwise_product)
         if epilogue is not None:
             epilogue(out, (Ellipsis,))
     return out
+
+
+#: Single products of a 1x1 layer of at least this many multiply-adds go to the threaded BLAS. Lower
+#: than blas.THREADED_PRODUCT_MACS: these layers come in runs (expansion, depthwise, projection),
+#: so its workers are still awake from the last one.
+POINTWISE_THREADED_MACS = 2_000_000
+
+
+def _pointwise_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    return matmul(a, b, out, threaded_macs=POINTWISE_THREADED_MACS)
 
 
 #: Output pixels per unit of a 1x1 convolution whose product is worth splitting (see conv_1x1_nhwc).
