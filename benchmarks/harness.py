@@ -33,12 +33,18 @@ def machine_description() -> str:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
-    blas = next((i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"), {})
+    from onnxplug.providers.numpy.threaded_blas import threaded_blas
+
+    threaded = threaded_blas()
+    own = [i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"
+           and (threaded is None or i.get("filepath") != threaded.path)]
+    blas = own[0] if own else {}
     kernels = blas.get("architecture", "?")
     forced = os.environ.get("OPENBLAS_CORETYPE")
     return (f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} with {blas.get('internal_api', '?')} "
             f"{blas.get('version', '?')} ({kernels} kernels"
-            f"{', OPENBLAS_CORETYPE=' + forced if forced else ', chosen by CPU'})")
+            f"{', OPENBLAS_CORETYPE=' + forced if forced else ', chosen by CPU'}); threaded BLAS: "
+            f"{threaded.describe() if threaded is not None else 'off'}")
 
 
 @dataclass
