@@ -36,6 +36,10 @@ SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000)
 #: Single products of at least this many multiply-adds go to the threaded BLAS when it is loaded
 #: (below, numpy's one-thread call costs less than the hand-off).
 THREADED_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_MACS", 8_000_000))
+#: The same for a product that runs between long single-threaded stretches, such as a recurrent
+#: layer's input projection: the threaded BLAS's workers have gone to sleep by then, and waking them
+#: costs 100-250 us (bilstm at batch 1 took 1.05-1.2x as long with its 8.4M projection threaded).
+ISOLATED_THREADED_MACS = 32_000_000
 #: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
@@ -98,12 +102,14 @@ def _placed_worker() -> None:
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
            threaded_macs: int | None = None) -> np.ndarray:
     """``np.matmul`` (1-D and batched operands as numpy), parallel over blocks when large.
-    ``threaded_macs`` replaces THREADED_PRODUCT_MACS for a caller whose products come in runs."""
+    ``threaded_macs`` replaces THREADED_PRODUCT_MACS for a caller that knows its products come in
+    runs (lower) or alone (ISOLATED_THREADED_MACS)."""
     parts = PRODUCT_THREADS.threads
+    threshold = THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs
     if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay ~1 us here, not ~4
         m, k = a.shape
         n = b.shape[1]
-        if parts > 1 and m * k * n >= (THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs):
+        if parts > 1 and m * k * n >= threshold:
             threaded = _threaded(parts)
             if threaded is not None:
                 done = threaded.gemm(a, b, out)
@@ -119,21 +125,20 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
         n = b.shape[1]
         rows = a.reshape(-1, a.shape[-1])
         if out is None:
-            return matmul(rows, b).reshape(a.shape[:-1] + (n,))
-        matmul(rows, b, out.reshape(-1, n))
+            return matmul(rows, b, threaded_macs=threshold).reshape(a.shape[:-1] + (n,))
+        matmul(rows, b, out.reshape(-1, n), threshold)
         return out
     elif parts < 2 or a.ndim < 2 or b.ndim < 2 or (a.size < _SMALL and b.size < _SMALL):
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     batch = max(a.size // (m * k or 1), b.size // (k * n or 1))  # the broadcast batch when one is 1
-    if (batch == 1 and max(a.ndim, b.ndim) > 2 and m * n * k >= THREADED_PRODUCT_MACS
-            and _threaded(parts) is not None):
+    if batch == 1 and max(a.ndim, b.ndim) > 2 and m * n * k >= threshold and _threaded(parts) is not None:
         # one matrix each (a conv of one image and one group): the 2-D views take the threaded BLAS
         lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         if out is None:
             out = np.empty(lead + (m, n), dtype=np.result_type(a.dtype, b.dtype))
-        matmul(a[(0,) * (a.ndim - 2)], b[(0,) * (b.ndim - 2)], out[(0,) * (out.ndim - 2)])
+        matmul(a[(0,) * (a.ndim - 2)], b[(0,) * (b.ndim - 2)], out[(0,) * (out.ndim - 2)], threshold)
         return out
     if batch * m * n * k < SPLIT_PRODUCT_MACS:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)

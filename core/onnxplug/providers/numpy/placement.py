@@ -43,6 +43,11 @@ class HelperPlacement:
         self._lock = threading.Lock()
 
     @property
+    def kept_off(self) -> int | None:
+        """The CPU the caller was on at the last hand-off that placed the helpers."""
+        return self._kept_off
+
+    @property
     def enabled(self) -> bool:
         """Whether helpers are placed at all (Linux with glibc, not turned off)."""
         return self._getcpu is not None

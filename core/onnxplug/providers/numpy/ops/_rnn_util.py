@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.blas import ISOLATED_THREADED_MACS, matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 
 Activation = Callable[[np.ndarray], np.ndarray]
@@ -147,7 +147,8 @@ class RecurrentKernel(NumpyKernel):
         hidden = gh // self.gates
         dtype = x.dtype
         # input projection for every step and direction: (D, S*B, G*H)
-        xw = matmul(x.reshape(seq * batch, -1), w.transpose(0, 2, 1)).reshape(d_count, seq, batch, gh)
+        xw = matmul(x.reshape(seq * batch, -1), w.transpose(0, 2, 1),
+                    threaded_macs=ISOLATED_THREADED_MACS).reshape(d_count, seq, batch, gh)
         rb = None
         if b is not None:
             bias, rb = self.derived(f"bias {foldable_bias}", (b,), lambda: _fold_bias(b, foldable_bias, dtype))
@@ -259,7 +260,8 @@ def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarr
     xa[..., size] = 1
     xa[..., :size] = x
     gh = wa.shape[-1] // d_count
-    proj = matmul(xa.reshape(seq * batch, size + 1), wa).reshape(seq, batch, d_count, gh)
+    proj = matmul(xa.reshape(seq * batch, size + 1), wa, threaded_macs=ISOLATED_THREADED_MACS)
+    proj = proj.reshape(seq, batch, d_count, gh)
     if batch == 1:  # (S, 1, D, G*H): each step's gates are already a contiguous column
         feed = proj.transpose(2, 0, 3, 1)
     else:
