@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 import onnxplug
 from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.ops import _conv_util
+from onnxplug.providers.numpy.threaded_blas import threaded_blas
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same, kernels_only
 
 RNG = np.random.default_rng(77)
@@ -500,7 +501,7 @@ def test_padded_rows_read_non_contiguous_inputs(padded_rows_calls):
     assert padded_rows_calls
 
 
-@pytest.mark.skipif(_conv_util.threaded_blas() is None, reason="no threaded BLAS")
+@pytest.mark.skipif(threaded_blas() is None, reason="no threaded BLAS")
 @pytest.mark.parametrize("bias", [False, True])
 def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls, bias):
     """A batch whose product is large enough for the threaded BLAS gets columns with the images
@@ -508,7 +509,7 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
     onnxruntime, and the threaded BLAS made the product."""
     monkeypatch.setattr(blas, "THREADED_PRODUCT_MACS", 100_000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    threaded = _conv_util.threaded_blas()
+    threaded = threaded_blas()
     products: list[tuple] = []
     real_gemm = type(threaded).gemm
     monkeypatch.setattr(type(threaded), "gemm", lambda self, a, b, out=None: products.append(b.shape)

@@ -133,7 +133,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     m, k = a.shape[-2:]
     n = b.shape[-1]
     batch = max(a.size // (m * k or 1), b.size // (k * n or 1))  # the broadcast batch when one is 1
-    if batch == 1 and max(a.ndim, b.ndim) > 2 and m * n * k >= threshold and _threaded(parts) is not None:
+    if batch == 1 and max(a.ndim, b.ndim) > 2 and takes_threaded_blas(m * n * k, threshold):
         # one matrix each (a conv of one image and one group): the 2-D views take the threaded BLAS
         lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         if out is None:
@@ -154,6 +154,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
         jobs = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cuts]
     _share(len(jobs), lambda i: np.matmul(jobs[i][0], jobs[i][1], out=jobs[i][2]), parts - 1)
     return out
+
+
+def takes_threaded_blas(macs: int, threaded_macs: int | None = None) -> bool:
+    """Whether ``matmul`` hands a single product of ``macs`` multiply-adds (BLAS-readable operands)
+    to the threaded BLAS."""
+    threshold = THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs
+    return PRODUCT_THREADS.threads > 1 and macs >= threshold and threaded_blas() is not None
 
 
 def _threaded(parts: int) -> ThreadedBlas | None:

@@ -27,7 +27,6 @@ from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul, parallel_for
 from onnxplug.providers.numpy.ops._depthwise import Epilogue, depthwise_conv
 from onnxplug.providers.numpy.ops._winograd import transform_weights, winograd_conv, winograd_fits
-from onnxplug.providers.numpy.threaded_blas import threaded_blas
 from numpy.lib.stride_tricks import as_strided
 
 
@@ -397,12 +396,11 @@ def _padded_rows_fit(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides
 def _takes_threaded_product(x: np.ndarray, w: np.ndarray, begin: Sequence[int], end: Sequence[int],
                             dilations: Sequence[int]) -> bool:
     """Whether a padded-rows convolution of several images in one group makes one product large
-    enough for the threaded BLAS (blas.matmul would hand it over)."""
+    enough for the threaded BLAS."""
     n, c, h, wd = x.shape
     m, cg, kh, kw = w.shape
     positions = n * (h + begin[0] + end[0] - (kh - 1) * dilations[0]) * (wd + begin[1] + end[1])
-    return (n > 1 and cg == c and PRODUCT_THREADS.threads > 1 and threaded_blas() is not None
-            and m * (c * kh * kw + 1) * positions >= blas.THREADED_PRODUCT_MACS)
+    return n > 1 and cg == c and blas.takes_threaded_blas(m * (c * kh * kw + 1) * positions)
 
 
 class _RowsScratch:
