@@ -432,12 +432,13 @@ class _RowsScratch:
         # images side by side, (group, taps, N * P), one product for the batch, which the threaded
         # BLAS takes (on one thread per-image products are faster: 8 x (16 x 28) @ (28 x 1088)
         # took 77 us, (16 x 28) @ (28 x 8704) 143 us).
-        lead, strides = ((n, group), (c * plane * it, cg * plane * it)) if not wide else ((group,), (cg * plane * it,))
-        inner = (p,) if not wide else (n, p)
-        inner_strides = (it,) if not wide else (c * plane * it, it)
+        if wide:
+            lead, lead_strides, inner, inner_strides = (group,), (cg * plane * it,), (n, p), (c * plane * it, it)
+        else:
+            lead, lead_strides, inner, inner_strides = (n, group), (c * plane * it, cg * plane * it), (p,), (it,)
         self.windows = as_strided(padded, lead + (cg, kh, kw) + inner,
-                                  strides + (plane * it, dh * wp * it, dw * it) + inner_strides, writeable=False)
-        positions = p if not wide else n * p
+                                  lead_strides + (plane * it, dh * wp * it, dw * it) + inner_strides, writeable=False)
+        positions = math.prod(inner)
         self.columns = np.empty(lead + (taps + bias, positions), dtype)
         if bias:
             self.columns[..., taps, :] = 1
