@@ -29,7 +29,7 @@ import numpy as np
 import threadpoolctl
 
 from onnxplug.providers.numpy.placement import PLACEMENT, pin_thread
-from onnxplug.providers.numpy.threaded_blas import ThreadedBlas, threaded_blas
+from onnxplug.providers.numpy.threaded_blas import ThreadedBlas, is_threaded_blas_file, threaded_blas
 
 #: Products with fewer multiply-adds than this run on the calling thread alone.
 SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000))
@@ -73,7 +73,7 @@ class _ProductThreads:
         threaded = threaded_blas()
         controller = threadpoolctl.ThreadpoolController()  # ~0.5 ms, once per session
         for lib in controller.lib_controllers:  # numpy's BLAS (and any other), not the threaded one
-            if lib.user_api == "blas" and (threaded is None or not os.path.samefile(lib.filepath, threaded.path)):
+            if lib.user_api == "blas" and not is_threaded_blas_file(lib.filepath):
                 lib.set_num_threads(1)
         if threads > 0:
             self.threads = threads

@@ -159,6 +159,18 @@ def threaded_blas() -> ThreadedBlas | None:
     return _LOADED
 
 
+def is_threaded_blas_file(path: str) -> bool:
+    """Whether ``path`` (a library file, as threadpoolctl reports it) is the threaded BLAS's, so
+    that code handling numpy's BLAS can leave it alone (False when it is not loaded)."""
+    threaded = threaded_blas()
+    if threaded is None:
+        return False
+    try:
+        return os.path.samefile(path, threaded.path)
+    except OSError:
+        return False
+
+
 def unavailable_reason() -> str | None:
     """Why ``threaded_blas()`` is None (None when it is loaded)."""
     threaded_blas()
