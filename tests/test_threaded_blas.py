@@ -196,3 +196,25 @@ def test_helpers_are_kept_off_the_callers_cpu(two_threads):
     assert ctypes.CDLL(two_threads.path).openblas_getaffinity(0, ctypes.sizeof(mask), mask) == 0
     bits = 8 * ctypes.sizeof(ctypes.c_ulong)
     assert not mask[caller_cpu // bits] >> (caller_cpu % bits) & 1
+
+
+@pytest.mark.skipif(not LINUX or len(os.sched_getaffinity(0)) < 2 or not placement.PLACEMENT.enabled,
+                    reason="needs Linux, glibc's sched_getcpu and two CPUs")
+def test_the_caller_is_never_pinned_also_after_the_thread_count_shrinks():
+    """OpenBLAS's last thread index is the calling thread: an index kept from a larger count would
+    pin the caller (and every thread it starts) off its own CPU. Run in a fresh process so that the
+    caller's affinity is the process's own."""
+    code = """
+        import os, threading
+        import numpy as np
+        from onnxplug.providers.numpy import blas
+        everywhere = os.sched_getaffinity(0)
+        for threads in (3, 2):
+            blas.PRODUCT_THREADS.configure(threads)
+            for _ in range(6):  # hand-offs from whichever CPU the caller is on
+                blas.parallel_for(4, lambda i: None, blas.SPLIT_PRODUCT_MACS)
+                blas.matmul(np.ones((128, 256), np.float32), np.ones((256, 256), np.float32))
+        print(os.sched_getaffinity(0) == everywhere,
+              os.sched_getaffinity(threading.main_thread().native_id) == everywhere)
+        """
+    assert _run(code, {}).split() == ["True", "True"]

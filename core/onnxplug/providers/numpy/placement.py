@@ -58,6 +58,11 @@ class HelperPlacement:
             self._pins[key] = pin
             self._kept_off = None
 
+    def unregister(self, key: object) -> None:
+        """Stop placing helper ``key`` (no error if it was not registered)."""
+        with self._lock:
+            self._pins.pop(key, None)
+
     def before_handoff(self) -> None:
         """Keep every registered helper off the calling thread's CPU (a system call only when the
         caller moved since the last hand-off)."""

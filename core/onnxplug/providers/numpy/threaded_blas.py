@@ -75,9 +75,13 @@ class ThreadedBlas:
         if self.library_threads() != threads:
             self._lib.scipy_openblas_set_num_threads(max(1, threads))
         if threads != self.threads:
-            self.threads = threads
+            previous, self.threads = self.threads, threads
             if self._set_affinity is not None:
-                for worker in range(threads - 1):  # OpenBLAS's index threads - 1 is the caller
+                # OpenBLAS's index threads - 1 is the calling thread: indices kept from a larger
+                # count would pin the caller
+                for worker in range(max(threads - 1, 0), max(previous - 1, 0)):
+                    PLACEMENT.unregister(("openblas", worker))
+                for worker in range(threads - 1):
                     PLACEMENT.register(("openblas", worker), self._pinner(worker))
 
     def _pinner(self, worker: int):
