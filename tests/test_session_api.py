@@ -85,6 +85,27 @@ def test_unimplemented_options_are_refused_not_ignored(add_relu_model):
     ro = ort.RunOptions()
     with pytest.raises(errors.UnsupportedOptionError, match="terminate"):
         ro.terminate = True
+    with pytest.raises(errors.UnsupportedOptionError, match="memory.enable_memory_arena_shrinkage"):
+        ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    # onnxruntime's methods we lack are refused when called, with a typed error naming them
+    with pytest.raises(errors.UnsupportedOptionError, match=r"add_free_dimension_override_by_name\(\)"):
+        so.add_free_dimension_override_by_name("batch", 1)
+    with pytest.raises(errors.UnsupportedOptionError, match=r"register_custom_ops_library\(\)"):
+        so.register_custom_ops_library("libcustom.so")
+
+
+def test_inter_op_threads_of_zero_or_one_describe_sequential_execution(add_relu_model):
+    # common in onnxruntime scripts; nodes already run one after another on the calling thread
+    so = ort.SessionOptions()
+    assert so.inter_op_num_threads == 0
+    so.inter_op_num_threads = 1
+    assert so.inter_op_num_threads == 1
+    assert ort.SessionOptions().inter_op_num_threads == 0  # per instance, not shared
+    sess = ort.InferenceSession(add_relu_model, so, providers=["numpy"])
+    assert sess.run(None, {"x": np.zeros((1, 4), np.float32)})[0].tolist() == [[1, 0, 2, 0]]
+    with pytest.raises(errors.UnsupportedOptionError, match=r"inter_op_num_threads = 4 .*only 0 or 1"):
+        so.inter_op_num_threads = 4
+    assert so.inter_op_num_threads == 1  # a refused value leaves the option as it was
 
 
 def test_graph_optimization_level_enum_values_match_onnxruntime():

@@ -1,12 +1,14 @@
 """Session and run options, spelled as onnxruntime spells them.
 
 Options that onnxruntime has but this runtime does not implement raise
-:class:`~onnxplug.errors.UnsupportedOptionError` when set to anything but the behaviour we have.
+:class:`~onnxplug.errors.UnsupportedOptionError` when set to anything but the behaviour we have, and
+onnxruntime's option methods we lack raise it when called.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from typing import Any
 
 from onnxplug.errors import UnsupportedOptionError
@@ -34,37 +36,51 @@ SUPPORTED_CONFIG_KEYS = {
     "session.disable_cpu_ep_fallback": "'1' fails session creation when the requested providers leave nodes unclaimed",
 }
 
-# onnxruntime SessionOptions attributes we accept only at the value matching our behaviour.
-_FIXED_ATTRIBUTES: dict[str, Any] = {
-    "execution_mode": ExecutionMode.ORT_SEQUENTIAL,
-    "inter_op_num_threads": 0,
-    "enable_mem_pattern": True,
-    "use_deterministic_compute": False,
-    "enable_mem_reuse": True,
+# onnxruntime SessionOptions attributes we accept only at the values matching our behaviour, the
+# default first. Nodes run one after another on the calling thread: an inter-op pool of 0 (the
+# default) or 1 thread says just that.
+_FIXED_ATTRIBUTES: dict[str, tuple[Any, ...]] = {
+    "execution_mode": (ExecutionMode.ORT_SEQUENTIAL,),
+    "inter_op_num_threads": (0, 1),
+    "enable_mem_pattern": (True,),
+    "use_deterministic_compute": (False,),
+    "enable_mem_reuse": (True,),
 }
+
+
+def _refuse_call(method: str, *args: Any, **kwargs: Any) -> None:
+    """What an onnxruntime method this runtime does not implement does when called."""
+    raise UnsupportedOptionError(f"{method}() is not implemented by onnxplug")
 
 
 class _Strict:
     """Attribute setting that refuses what the class does not implement."""
 
     _implemented: tuple[str, ...] = ()
-    _fixed: dict[str, Any] = {}
+    #: attribute -> the values we accept, the default first
+    _fixed: dict[str, tuple[Any, ...]] = {}
+    #: onnxruntime's methods of the class that this runtime does not implement
+    _unimplemented_methods: tuple[str, ...] = ()
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._implemented or name.startswith("_"):
             object.__setattr__(self, name, value)
         elif name in self._fixed:
-            if value != self._fixed[name]:
+            accepted = self._fixed[name]
+            if value not in accepted:
                 raise UnsupportedOptionError(
                     f"{type(self).__name__}.{name} = {value!r} is not implemented by onnxplug "
-                    f"(only {self._fixed[name]!r} is)")
+                    f"(only {' or '.join(repr(a) for a in accepted)})")
+            self.__dict__.setdefault("_fixed_values", {})[name] = value
         else:
             raise UnsupportedOptionError(f"{type(self).__name__}.{name} is not an option onnxplug implements; "
                                          f"supported: {', '.join(self._implemented)}")
 
     def __getattr__(self, name: str) -> Any:
         if name in self._fixed:
-            return self._fixed[name]
+            return self.__dict__.get("_fixed_values", {}).get(name, self._fixed[name][0])
+        if name in self._unimplemented_methods:
+            return functools.partial(_refuse_call, f"{type(self).__name__}.{name}")
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
 
@@ -75,6 +91,11 @@ class SessionOptions(_Strict):
                     "optimized_model_filepath", "log_severity_level", "log_verbosity_level",
                     "logid", "profile_file_prefix", "enable_cpu_mem_arena")
     _fixed = _FIXED_ATTRIBUTES
+    _unimplemented_methods = ("add_initializer", "add_external_initializers",
+                              "add_external_initializers_from_files_in_memory",
+                              "add_free_dimension_override_by_denotation", "add_free_dimension_override_by_name",
+                              "register_custom_ops_library", "add_provider", "add_provider_for_devices",
+                              "set_provider_selection_policy", "set_load_cancellation_flag")
 
     def __init__(self) -> None:
         self.graph_optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -112,10 +133,20 @@ class RunOptions(_Strict):
     """Options for one ``run`` call, as onnxruntime's ``RunOptions``."""
 
     _implemented = ("log_severity_level", "log_verbosity_level", "logid", "run_tag")
-    _fixed = {"terminate": False, "only_execute_path_to_fetches": False}
+    _fixed = {"terminate": (False,), "only_execute_path_to_fetches": (False,)}
+    _unimplemented_methods = ("add_active_adapter",)
 
     def __init__(self) -> None:
         self.log_severity_level: int = 2
         self.log_verbosity_level: int = 0
         self.logid: str = ""
         self.run_tag: str = ""
+
+    def add_run_config_entry(self, key: str, value: str) -> None:
+        """onnxruntime's per-run config entries: this runtime reads none, so every key is refused."""
+        raise UnsupportedOptionError(f"run config key {key!r} is not implemented by onnxplug (it reads no run "
+                                     f"config keys)")
+
+    def get_run_config_entry(self, key: str) -> str:
+        """No run config entry can be set (see ``add_run_config_entry``)."""
+        raise KeyError(f"run config entry {key!r} is not set")
