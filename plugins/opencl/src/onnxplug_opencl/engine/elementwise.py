@@ -29,18 +29,30 @@ SCALAR_KERNEL = "elementwise"
 VECTOR_KERNEL = "elementwise_v8"
 
 
+def vector_width(dtype: np.dtype) -> int:
+    """Elements per work-item of the vectorised kernels: 8, or 4 for doubles (PoCL 3.0's LLVM 14
+    crashes compiling ``exp`` or ``fmax`` on ``double8`` for AVX2 CPUs, whose registers hold 4)."""
+    return 4 if np.dtype(dtype) == np.float64 else 8
+
+
 @dataclass(frozen=True)
 class Body:
     """Per-element computation: statements from inputs ``x{i}`` to outputs ``y{j}``.
 
-    ``vector_lines``, when given, are the same statements over 8-wide vectors (``float8 x0``...),
-    used by the vectorised layout of dense, scalar and row-broadcast operands.
+    ``vector_lines``, when given, are the same statements over vectors of the element type's
+    ``vector_width`` (``float8 x0``...), used by the vectorised layout of dense, scalar and
+    row-broadcast operands.
     """
 
     inputs: tuple[np.dtype, ...]
     outputs: tuple[np.dtype, ...]
     lines: tuple[str, ...]
     vector_lines: tuple[str, ...] | None = None
+
+    @property
+    def width(self) -> int:
+        """Elements per work-item of the vectorised kernel (one element type for all values)."""
+        return vector_width(self.inputs[0] if self.inputs else self.outputs[0])
 
 
 @dataclass
@@ -145,6 +157,7 @@ class ElementwiseProgram:
     def vector_source(self, kinds: tuple[str, ...]) -> str:
         """The vectorised source; ``kinds`` per operand (inputs then outputs): dense, scalar or row."""
         b = self.body
+        w = b.width
         params, vloads, sloads, vstores, sstores = [], [], [], [], []
         types = list(b.inputs) + list(b.outputs)
         for k, (t, kind) in enumerate(zip(types, kinds)):
@@ -153,15 +166,15 @@ class ElementwiseProgram:
                 params.append(f"__global const {ct}* restrict in{k}, const int off{k}")
                 at = {"dense": f"off{k} + base", "row": f"off{k} + base % inner", "scalar": f"off{k}"}[kind]
                 sat = {"dense": f"off{k} + gid", "row": f"off{k} + gid % inner", "scalar": f"off{k}"}[kind]
-                vload = f"(({ct}8)(in{k}[{at}]))" if kind == "scalar" else f"VLOAD({ct}, in{k} + {at})"
-                vloads.append(f"        const {ct}8 x{k} = {vload};")
+                vload = f"(({ct}{w})(in{k}[{at}]))" if kind == "scalar" else f"VLOAD({ct}, in{k} + {at})"
+                vloads.append(f"        const {ct}{w} x{k} = {vload};")
                 sloads.append(f"            const {ct} x{k} = in{k}[{sat}];")
             else:
                 j = k - len(b.inputs)
                 params.append(f"__global {ct}* restrict out{j}, const int off{k}")
                 vstores.append(f"        VSTORE({ct}, y{j}, out{j} + off{k} + base);")
                 sstores.append(f"            out{j}[off{k} + gid] = ({ct})(y{j});")
-        return render("elementwise_vec.cl", pragmas=pragmas(set(types)), name=VECTOR_KERNEL,
+        return render("elementwise_vec.cl", pragmas=pragmas(set(types)), name=VECTOR_KERNEL, width=str(w),
                       params="".join(", " + p for p in params), vloads="\n".join(vloads),
                       vbody="\n".join("        " + line for line in b.vector_lines or ()),
                       vstores="\n".join(vstores), sloads="\n".join(sloads),
@@ -191,7 +204,7 @@ class ElementwiseProgram:
                 kinds.append("dense")
             elif all(s == 0 for s in st) and k < n_in:
                 kinds.append("scalar")
-            elif len(dims) == 2 and st == [0, 1] and inner % 8 == 0 and k < n_in:
+            elif len(dims) == 2 and st == [0, 1] and inner % self.body.width == 0 and k < n_in:
                 kinds.append("row")
             else:
                 return None
@@ -248,7 +261,7 @@ class ElementwiseProgram:
             args: list[Any] = [i32(n), i32(dims[-1] if dims else 1)]
             for view in [*inputs, *outputs]:
                 args += [view.array.base_data, i32(view.array.offset // view.array.dtype.itemsize + view.offset)]
-            self.runtime.launch(vector, (-(-n // 8),), None, *args)
+            self.runtime.launch(vector, (-(-n // self.body.width),), None, *args)
             return
         kernel = self.kernel(rank, dense)
         args = [i32(n), clt.make_int8(*(dims + [1] * (MAX_RANK - len(dims))))]

@@ -16,7 +16,7 @@ import numpy as np
 from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext, Node
 
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS, c_type
-from onnxplug_opencl.engine.elementwise import Body, ElementwiseProgram, View
+from onnxplug_opencl.engine.elementwise import Body, ElementwiseProgram, View, vector_width
 from onnxplug_opencl.engine.expressions import expression, operand_inputs
 from onnxplug_opencl.errors import OpenCLError
 
@@ -47,11 +47,11 @@ def chain_body(nodes: Sequence[Node], inputs: Sequence[str], outputs: Sequence[s
         if out_type == BOOL:
             expr = f"(({expr}) ? 1 : 0)"
         lines.append(f"const {ctype} v{k} = ({ctype})({expr});")
-        vector.append(f"const {ctype}8 v{k} = {expr};")
+        vector.append(f"const {ctype}{vector_width(out_type)} v{k} = {expr};")
         var[node.outputs[0]] = f"v{k}"
     for j, name in enumerate(outputs):
         lines.append(f"const {c_type(dtype_of(name))} y{j} = {var[name]};")
-        vector.append(f"const {c_type(dtype_of(name))}8 y{j} = {var[name]};")
+        vector.append(f"const {c_type(dtype_of(name))}{vector_width(dtype_of(name))} y{j} = {var[name]};")
     # Vector statements need every value in one float type: no casts, no boolean results.
     types = {np.dtype(dtype_of(n)) for n in [*inputs, *outputs, *(node.outputs[0] for node in nodes)]}
     vectorizable = len(types) == 1 and types <= FLOATS and all(n.op_type != "Cast" for n in nodes) \

@@ -89,12 +89,12 @@ inline void store_row(__global REAL* C, const int ldc, const int m, const int n,
             v1 += LOAD8(residual + m * ldc + n + 8);
 #endif
 #ifdef ACT_RELU
-            v0 = fmax(v0, (REAL8)0);
-            v1 = fmax(v1, (REAL8)0);
+            v0 = FMAX8(v0, (REAL8)0);
+            v1 = FMAX8(v1, (REAL8)0);
 #endif
 #ifdef ACT_CLIP
-            v0 = fmin(fmax(v0, (REAL8)act_lo), (REAL8)act_hi);
-            v1 = fmin(fmax(v1, (REAL8)act_lo), (REAL8)act_hi);
+            v0 = FMIN8(FMAX8(v0, (REAL8)act_lo), (REAL8)act_hi);
+            v1 = FMIN8(FMAX8(v1, (REAL8)act_lo), (REAL8)act_hi);
 #endif
         }
         STORE8(v0, cp);

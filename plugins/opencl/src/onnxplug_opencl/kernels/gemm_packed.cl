@@ -52,10 +52,10 @@ inline REAL8 finish(REAL8 v, const REAL b, __global const REAL* col_bias, __glob
     v += LOAD8(residual);
 #endif
 #ifdef ACT_RELU
-    v = fmax(v, (REAL8)0);
+    v = FMAX8(v, (REAL8)0);
 #endif
 #ifdef ACT_CLIP
-    v = fmin(fmax(v, (REAL8)act_lo), (REAL8)act_hi);
+    v = FMIN8(FMAX8(v, (REAL8)act_lo), (REAL8)act_hi);
 #endif
     return v;
 }

@@ -19,3 +19,13 @@ typedef REAL real8u __attribute__((ext_vector_type(8), aligned(sizeof(REAL))));
 #define LOAD8(p) vload8(0, p)
 #define STORE8(v, p) vstore8(v, 0, p)
 #endif
+
+// fmax/fmin on REAL8. For doubles they go in halves of 4: PoCL 3.0's LLVM 14 crashes (SIGSEGV in
+// the X86 backend's TranslateX86CC) compiling an 8-wide double fmax for AVX2 CPUs, which split it.
+#if defined(REAL_IS_DOUBLE)
+#define FMAX8(a, b) ((REAL8)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
+#define FMIN8(a, b) ((REAL8)(fmin((a).lo, (b).lo), fmin((a).hi, (b).hi)))
+#else
+#define FMAX8(a, b) fmax(a, b)
+#define FMIN8(a, b) fmin(a, b)
+#endif
