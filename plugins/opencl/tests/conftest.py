@@ -1,4 +1,4 @@
-"""Fixtures of the OpenCL provider tests: the real OpenCL device (PoCL in CI) and a model helper."""
+"""Fixtures of the OpenCL provider tests: the real OpenCL device (in CI, Intel's CPU runtime and PoCL) and a model helper."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ from onnxplug_opencl.runtime.devices import discover
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without any OpenCL device the tests cannot mean anything: skip them, saying why."""
+    """Without a device that runs kernels the tests cannot mean anything: skip them, saying why
+    (no OpenCL device, or one that cannot build a kernel, as PoCL 3.0 on CPUs its LLVM does not know)."""
     devices, reason = discover()
     if devices:
-        return
-    skip = pytest.mark.skip(reason=f"no OpenCL device: {reason}")
+        from onnxplug_opencl.provider import OpenCLProvider
+
+        availability = OpenCLProvider.availability()
+        if availability:
+            return
+        skip = pytest.mark.skip(reason=availability.reason)
+    else:
+        skip = pytest.mark.skip(reason=f"no OpenCL device: {reason}")
     for item in items:
         item.add_marker(skip)
 

@@ -82,3 +82,35 @@ def test_unavailable_without_any_device(monkeypatch):
     with pytest.warns(RuntimeWarning, match="not available"):
         session = ort.InferenceSession(model, providers=["opencl"])
     assert session.get_providers() == ["numpy"]
+
+
+def test_the_device_in_use_builds_and_runs_the_test_kernel():
+    from onnxplug_opencl.runtime.context import ClRuntime
+
+    assert ClRuntime.for_entry(select_device(None)).compile_problem() is None
+
+
+def test_unavailable_when_the_device_cannot_build_a_kernel(monkeypatch):
+    """A device whose compiler fails (PoCL 3.0 on a CPU its LLVM does not know) makes the provider
+    unavailable, with the build log as the reason; sessions fall back to numpy."""
+    import onnxplug_opencl.provider as provider_module
+    from onnxplug_opencl.errors import OpenCLBuildError
+    from onnxplug_opencl.runtime.context import ClRuntime
+
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    broken = ClRuntime(_first())  # a runtime of its own: the shared one keeps its answer
+
+    def fail(name, source, kernel_name, options=()):
+        raise OpenCLBuildError(name, broken.entry.name, "", "error: unknown target CPU 'generic'")
+
+    monkeypatch.setattr(broken.programs, "kernel", fail)
+    monkeypatch.setattr(provider_module.ClRuntime, "for_entry", classmethod(lambda cls, entry: broken))
+    status = OpenCLProvider.availability()
+    assert not status
+    assert "cannot run kernels" in status.reason and "unknown target CPU 'generic'" in status.reason
+    assert broken.entry.name in status.reason
+    x = np.ones((2,), np.float32)
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": x}, ["y"])
+    with pytest.warns(RuntimeWarning, match="not available"):
+        session = ort.InferenceSession(model, providers=["opencl"])
+    assert session.get_providers() == ["numpy"]

@@ -52,15 +52,17 @@ class OpenCLProvider(CompilingProvider):
 
     @classmethod
     def availability(cls) -> Availability:
-        """Available when at least one OpenCL device is found (and the env selector matches one)."""
+        """Available when an OpenCL device is found (the one the env selector names, if set) and it
+        builds and runs a test kernel."""
         devices, reason = discover()
         if not devices:
             return Availability(False, reason)
         try:
-            select_device(None)
+            entry = select_device(None)
         except Exception as e:  # a bad ONNXPLUG_OPENCL_DEVICE makes the provider unusable as configured
             return Availability(False, f"{DEVICE_ENV}: {e}")
-        return Availability(True)
+        problem = ClRuntime.for_entry(entry).compile_problem()
+        return Availability(False, problem) if problem else Availability(True)
 
     @classmethod
     def devices(cls) -> list[str]:

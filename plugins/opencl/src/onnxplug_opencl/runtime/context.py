@@ -15,7 +15,7 @@ import numpy as np
 
 from onnxplug_sdk import Device
 
-from onnxplug_opencl.errors import DeviceValueError
+from onnxplug_opencl.errors import DeviceValueError, OpenCLBuildError
 from onnxplug_opencl.runtime.devices import DeviceEntry
 from onnxplug_opencl.runtime.programs import ProgramCache
 
@@ -23,6 +23,7 @@ SYNC_ENV = "ONNXPLUG_OPENCL_SYNC"
 PROFILE_ENV = "ONNXPLUG_OPENCL_PROFILE"
 _runtimes: dict[int, ClRuntime] = {}
 _lock = threading.Lock()
+_UNCHECKED = object()  # compile_problem not asked yet
 
 
 class ClRuntime:
@@ -49,6 +50,34 @@ class ClRuntime:
         self.launch_lock = threading.RLock()
         #: ONNXPLUG_OPENCL_SYNC=1 waits for every kernel, so profiles attribute time to the right node.
         self.synchronous = os.environ.get(SYNC_ENV, "") == "1"
+        self._compile_problem: str | None | object = _UNCHECKED
+
+    def compile_problem(self) -> str | None:
+        """Why this device cannot run kernels, or None when it can: a trivial kernel is built and run
+        once per runtime. (PoCL 3.0, which pyopencl's wheels bundle, cannot build for CPUs its LLVM 14
+        does not know, such as AMD Zen 5.)"""
+        with _lock:
+            if self._compile_problem is _UNCHECKED:
+                self._compile_problem = self._check_compiles()
+            return self._compile_problem
+
+    def _check_compiles(self) -> str | None:
+        import pyopencl as cl
+
+        source = "__kernel void probe(__global float* x) { const int i = get_global_id(0); x[i] = 2 * x[i] + 1; }"
+        try:
+            kernel = self.programs.kernel("probe", source, "probe")
+            host = np.arange(8, dtype=np.float32)
+            buffer = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+            kernel(self.queue, (8,), None, buffer)
+            got = np.empty_like(host)
+            cl.enqueue_copy(self.queue, got, buffer)
+            self.queue.finish()
+        except (cl.Error, OpenCLBuildError) as e:
+            return f"OpenCL device {self.entry.name!r} ({self.entry.platform_name}) cannot run kernels: {e}"
+        if not np.array_equal(got, 2 * host + 1):
+            return f"OpenCL device {self.entry.name!r} ({self.entry.platform_name}) computed a test kernel wrongly"
+        return None
 
     @classmethod
     def for_entry(cls, entry: DeviceEntry) -> ClRuntime:
