@@ -26,7 +26,7 @@ INT32_MAX = 2**31 - 1
 #: Fixed kernel names: the source depends only on what is computed, never on node or tensor names,
 #: so identical computations share one build (ProgramCache and PoCL's on-disk cache alike).
 SCALAR_KERNEL = "elementwise"
-VECTOR_KERNEL = "elementwise_v8"
+VECTOR_KERNEL = "elementwise_vector"
 
 
 def vector_width(dtype: np.dtype) -> int:
@@ -182,7 +182,7 @@ class ElementwiseProgram:
 
     def _vector_kernel(self, kinds: tuple[str, ...]) -> Any | None:
         """The vectorised kernel of ``kinds``, or None when it does not build (scalar variant instead)."""
-        key = ("v8", kinds)
+        key = ("vector", kinds)
         if key not in self._kernels:
             try:
                 found = self.runtime.programs.kernel(self.name, self.vector_source(kinds), VECTOR_KERNEL)
