@@ -23,7 +23,6 @@ SYNC_ENV = "ONNXPLUG_OPENCL_SYNC"
 PROFILE_ENV = "ONNXPLUG_OPENCL_PROFILE"
 _runtimes: dict[int, ClRuntime] = {}
 _lock = threading.Lock()
-_UNCHECKED = object()  # compile_problem not asked yet
 
 
 class ClRuntime:
@@ -50,15 +49,17 @@ class ClRuntime:
         self.launch_lock = threading.RLock()
         #: ONNXPLUG_OPENCL_SYNC=1 waits for every kernel, so profiles attribute time to the right node.
         self.synchronous = os.environ.get(SYNC_ENV, "") == "1"
-        self._compile_problem: str | None | object = _UNCHECKED
+        self._compile_checked = False
+        self._compile_problem: str | None = None
 
     def compile_problem(self) -> str | None:
         """Why this device cannot run kernels, or None when it can: a trivial kernel is built and run
         once per runtime. (PoCL 3.0, which pyopencl's wheels bundle, cannot build for CPUs its LLVM 14
         does not know, such as AMD Zen 5.)"""
         with _lock:
-            if self._compile_problem is _UNCHECKED:
+            if not self._compile_checked:
                 self._compile_problem = self._check_compiles()
+                self._compile_checked = True
             return self._compile_problem
 
     def _check_compiles(self) -> str | None:
