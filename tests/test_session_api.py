@@ -88,8 +88,8 @@ def test_unimplemented_options_are_refused_not_ignored(add_relu_model):
     with pytest.raises(errors.UnsupportedOptionError, match="memory.enable_memory_arena_shrinkage"):
         ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     # onnxruntime's methods we lack are refused when called, with a typed error naming them
-    with pytest.raises(errors.UnsupportedOptionError, match=r"add_free_dimension_override_by_name\(\)"):
-        so.add_free_dimension_override_by_name("batch", 1)
+    with pytest.raises(errors.UnsupportedOptionError, match=r"add_free_dimension_override_by_denotation\(\)"):
+        so.add_free_dimension_override_by_denotation("DATA_BATCH", 1)
     with pytest.raises(errors.UnsupportedOptionError, match=r"register_custom_ops_library\(\)"):
         so.register_custom_ops_library("libcustom.so")
 
@@ -204,3 +204,32 @@ def test_set_providers_starts_from_the_loaded_model():
     sess.set_providers(["numpy"])
     assert [a.op_type for a in sess.get_node_assignments()] == ops
     np.testing.assert_array_equal(sess.run(None, feeds)[0], first[0])
+
+
+def test_free_dimension_override_fixes_input_shapes_as_onnxruntime():
+    from onnxplug.testing.model_suite import build, sample_inputs
+
+    model = build("loop_model")  # input [seq, batch, 32]; the Loop body's types use both names
+    so, oracle_so = ort.SessionOptions(), onnxruntime.SessionOptions()
+    for options in (so, oracle_so):
+        options.add_free_dimension_override_by_name("batch", 2)
+    assert so.free_dimension_overrides == {"batch": 2}
+    sess = ort.InferenceSession(model, so, providers=["numpy"])
+    oracle = onnxruntime.InferenceSession(model.SerializeToString(), oracle_so, providers=["CPUExecutionProvider"])
+    assert [i.shape for i in sess.get_inputs()] == [i.shape for i in oracle.get_inputs()] == [["seq", 2, 32]]
+    assert sess.get_outputs()[0].shape == [2, 10]
+    feeds = sample_inputs("loop_model", batch=2)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], oracle.run(None, feeds)[0], rtol=1e-4, atol=1e-5)
+    with pytest.raises(errors.InputShapeError, match=r"'input' expects dimension 1 to be 2"):
+        sess.run(None, sample_inputs("loop_model", batch=3))
+
+
+def test_free_dimension_override_errors_name_the_culprit(add_relu_model):
+    so = ort.SessionOptions()
+    with pytest.raises(errors.OptionValueError, match="non-negative integer"):
+        so.add_free_dimension_override_by_name("N", -1)
+    with pytest.raises(errors.OptionValueError, match="non-negative integer"):
+        so.add_free_dimension_override_by_name("N", "8")
+    so.add_free_dimension_override_by_name("batch_size", np.int64(1))  # the model calls it N
+    with pytest.raises(errors.OptionValueError, match=r"'batch_size', which no input of the model has; .*: N"):
+        ort.InferenceSession(add_relu_model, so, providers=["numpy"])

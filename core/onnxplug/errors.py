@@ -56,6 +56,10 @@ class UnsupportedOptionError(OnnxplugError, ValueError):
     """A session, run or provider option that this runtime does not implement was set."""
 
 
+class OptionValueError(OnnxplugError, ValueError):
+    """An option was given a value it cannot take, or one that does not fit the model."""
+
+
 class ProviderError(OnnxplugError, RuntimeError):
     """Base class of provider discovery and selection errors."""
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
 from typing import Any
 
-from onnxplug.errors import UnsupportedOptionError
+from onnxplug.errors import OptionValueError, UnsupportedOptionError
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -93,7 +94,7 @@ class SessionOptions(_Strict):
     _fixed = _FIXED_ATTRIBUTES
     _unimplemented_methods = ("add_initializer", "add_external_initializers",
                               "add_external_initializers_from_files_in_memory",
-                              "add_free_dimension_override_by_denotation", "add_free_dimension_override_by_name",
+                              "add_free_dimension_override_by_denotation",
                               "register_custom_ops_library", "add_provider", "add_provider_for_devices",
                               "set_provider_selection_policy", "set_load_cancellation_flag")
 
@@ -109,6 +110,25 @@ class SessionOptions(_Strict):
         #: Keep freed host memory for the next run (process-wide; see :mod:`onnxplug.host_memory`).
         self.enable_cpu_mem_arena: bool = True
         self._config: dict[str, str] = {}
+        self._free_dimensions: dict[str, int] = {}
+
+    def add_free_dimension_override_by_name(self, dim_name: str, dim_value: int) -> None:
+        """Fix the symbolic input dimension ``dim_name`` to ``dim_value`` for sessions created with
+        these options: shapes become static, and feeds of another size are refused. A name no input
+        of the model has fails session creation (never silently ignored)."""
+        try:
+            size = -1 if isinstance(dim_value, bool) else operator.index(dim_value)
+        except TypeError:
+            size = -1
+        if size < 0:
+            raise OptionValueError(f"add_free_dimension_override_by_name({dim_name!r}, {dim_value!r}): "
+                                   f"the size must be a non-negative integer")
+        self._free_dimensions[str(dim_name)] = size
+
+    @property
+    def free_dimension_overrides(self) -> dict[str, int]:
+        """The symbolic dimension sizes set with ``add_free_dimension_override_by_name``."""
+        return dict(self._free_dimensions)
 
     def add_session_config_entry(self, key: str, value: str) -> None:
         """Set a session config entry; keys this runtime does not read are refused."""

@@ -19,12 +19,14 @@ from onnxplug.errors import (
     InvalidInputError,
     InvalidOutputError,
     MissingInputError,
+    OptionValueError,
     ProviderUnavailableError,
     UnknownInputError,
     UnsupportedOptionError,
 )
 from onnxplug.executor import Plan, RunStats, build_plan, run_compiled, run_plan
 from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, ValueType, elem_type_of, load_model
+from onnxplug.ir.free_dims import input_dim_names, override_free_dimensions
 from onnxplug.kernel import Kernel, KernelContext, SubgraphRunner
 from onnxplug.options import RunOptions, SessionOptions
 from onnxplug.partitioner import Group, fused_subgraph, partition
@@ -84,6 +86,7 @@ class InferenceSession:
         self._source = path_or_bytes
         self._model: Model = load_model(path_or_bytes)
         self._options = sess_options if sess_options is not None else SessionOptions()
+        self._fix_free_dimensions()
         # read once, as onnxruntime copies its options at creation
         self._memory_arena = bool(self._options.enable_cpu_mem_arena) and host_memory.enable_arena()
         self._trim_after_run = not self._options.enable_cpu_mem_arena
@@ -94,6 +97,20 @@ class InferenceSession:
         self._build(providers, provider_options)
 
     # --- construction ---------------------------------------------------------------------------
+
+    def _fix_free_dimensions(self) -> None:
+        """Apply ``add_free_dimension_override_by_name``; a name no input has is an error."""
+        sizes = self._options.free_dimension_overrides
+        if not sizes:
+            return
+        known = input_dim_names(self._model.graph)
+        unknown = sorted(set(sizes) - known)
+        if unknown:
+            raise OptionValueError(
+                f"{self._model.source}: add_free_dimension_override_by_name names {', '.join(map(repr, unknown))}, "
+                f"which no input of the model has; its inputs' symbolic dimensions: "
+                f"{', '.join(sorted(known)) or 'none'}")
+        override_free_dimensions(self._model.graph, sizes)
 
     def _build(self, providers: Sequence[ProviderSpec] | None,
                provider_options: Sequence[Mapping[str, Any]] | None) -> None:
