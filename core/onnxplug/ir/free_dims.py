@@ -19,18 +19,10 @@ def override_free_dimensions(graph: Graph, sizes: Mapping[str, int]) -> None:
     """Replace every symbolic dimension named in ``sizes`` by its size, in the value types of
     ``graph`` and its subgraphs (inputs, outputs and inferred value infos alike, as shape inference
     from the fixed inputs would)."""
-    for g in _graphs(graph):
+    for g in list(graph.graphs()):
         g.inputs = [_fixed(vi, sizes) for vi in g.inputs]
         g.outputs = [_fixed(vi, sizes) for vi in g.outputs]
         g.value_info = {name: _fixed(vi, sizes) for name, vi in g.value_info.items()}
-
-
-def _graphs(graph: Graph) -> list[Graph]:
-    found = [graph]
-    for node in graph.nodes:
-        for sub in node.subgraphs:
-            found.extend(_graphs(sub))
-    return found
 
 
 def _dims(t: ValueType) -> tuple:

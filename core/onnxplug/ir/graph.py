@@ -141,6 +141,13 @@ class Graph:
             for g in node.subgraphs:
                 yield from g.walk()
 
+    def graphs(self) -> Iterator[Graph]:
+        """This graph and every subgraph inside it, outermost first."""
+        yield self
+        for node in list(self.nodes):
+            for sub in node.subgraphs:
+                yield from sub.graphs()
+
     def type_of(self, name: str) -> ValueType | None:
         """The type of a value of this graph or an enclosing one, when known."""
         g: Graph | None = self

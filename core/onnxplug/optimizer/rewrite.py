@@ -8,7 +8,7 @@ branch reading an outer value) count as uses by the node holding the subgraph.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from onnx import AttributeProto
@@ -17,17 +17,9 @@ from onnxplug.ir import Attribute, Graph, Model, Node, ValueInfo, ValueType
 from onnxplug.ir.types import Dim, elem_type_of
 
 
-def iter_graphs(graph: Graph) -> Iterator[Graph]:
-    """``graph`` and every subgraph inside it, outermost first."""
-    yield graph
-    for node in list(graph.nodes):
-        for sub in node.subgraphs:
-            yield from iter_graphs(sub)
-
-
 def model_graphs(model: Model) -> list[Graph]:
     """The main graph and all its subgraphs."""
-    return list(iter_graphs(model.graph))
+    return list(model.graph.graphs())
 
 
 class NameSource:
@@ -38,7 +30,7 @@ class NameSource:
         while graph.parent is not None:
             graph = graph.parent
         self._taken: set[str] = set()
-        for g in iter_graphs(graph):
+        for g in graph.graphs():
             self._taken.update(vi.name for vi in g.inputs)
             self._taken.update(vi.name for vi in g.outputs)
             self._taken.update(g.initializers)
