@@ -9,6 +9,7 @@ Expand, Concat and friends all run through this one generator.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ class Body:
     lines: tuple[str, ...]
     vector_lines: tuple[str, ...] | None = None
 
-    @property
+    @functools.cached_property  # read on every launch
     def width(self) -> int:
         """Elements per work-item of the vectorised kernel (one element type for all values)."""
         return vector_width(self.inputs[0] if self.inputs else self.outputs[0])
