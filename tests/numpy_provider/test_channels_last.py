@@ -214,8 +214,8 @@ def test_reused_scratch_contents_never_reach_outputs(tmp_path, poisoned_scratch)
 
 
 def test_mobilenet_runs_channels_last_and_resnet_does_not(tmp_path):
-    """MobileNetV2: every depthwise and 1x1 layer and the pool channels-last, with one Transpose
-    in (after the stem conv) and one out; the saved optimized model (function bodies for the nhwc
+    """MobileNetV2: every convolution (the 3-channel stem, the depthwise and 1x1 layers) and the
+    pool channels-last, with one Transpose in (before the stem) and one out; the saved optimized model (function bodies for the nhwc
     ops) runs in onnxruntime with the same outputs. ResNet-18 has no depthwise layer: all NCHW."""
     feeds = sample_inputs("mobilenetv2", batch=2)
     proto = build("mobilenetv2")
@@ -223,7 +223,7 @@ def test_mobilenet_runs_channels_last_and_resnet_does_not(tmp_path):
     _assert_close(ours, expected)
     convs = Counter(n.op_type for n in proto.graph.node)["Conv"]
     assert counts[":Transpose"] == 2, counts
-    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == convs - 1, counts
+    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == convs, counts
     assert counts["com.onnxplug.nhwc:GlobalAveragePool"] == 1, counts
     saved = onnxruntime.InferenceSession(str(tmp_path / "optimized.onnx"), providers=["CPUExecutionProvider"])
     _assert_close(saved.run(None, feeds), expected)
@@ -249,7 +249,7 @@ def test_layout_answers_follow_the_graph_they_are_asked_about():
     answers = {id(n): provider.preferred_layout(n, graph) for n in graph.nodes}
     assert {k for k, v in answers.items() if v == "NHWC"} == wanted
     convs = sum(n.op_type in ("Conv", "FusedConv") for n in graph.nodes)
-    assert len(wanted) == convs - 1 + 1  # every convolution but the stem, and the pool
+    assert len(wanted) == convs + 1  # every convolution (the stem too), and the pool
     graph.nodes = [n for n in graph.nodes if int(n.attr("group", 1)) == 1]  # no depthwise layer left
     assert all(provider.preferred_layout(n, graph) is None for n in graph.nodes)
 
@@ -274,3 +274,71 @@ def test_mid_size_pointwise_products_take_the_threaded_blas(monkeypatch):
     got = _channels_last.conv_1x1_nhwc(x, wt, None, (1, 1), None)
     np.testing.assert_allclose(got, x @ wt, rtol=1e-4, atol=1e-4)
     assert calls == [(784, 32)]
+
+
+def _stem(x_shape, k: int, kernel, attrs: dict, bias: bool, relu6: bool) -> onnx.ModelProto:
+    """A dense Conv on the image [+ bias] [-> Relu6] -> depthwise 3x3, as a MobileNet starts."""
+    n, c = x_shape[:2]
+    inits = {"w": f32(k, c, *kernel), "wd": f32(k, 1, 3, 3)}
+    inputs = ["x", "w"] + (["b"] if bias else [])
+    if bias:
+        inits["b"] = f32(k)
+    nodes = [helper.make_node("Conv", inputs, ["s"], **attrs)]
+    if relu6:
+        inits["lo"], inits["hi"] = np.array(0, np.float32), np.array(6, np.float32)
+        nodes += [helper.make_node("Clip", ["s", "lo", "hi"], ["sr"])]
+    nodes.append(helper.make_node("Conv", ["sr" if relu6 else "s", "wd"], ["y"], group=k, pads=[1] * 4))
+    probe = _model(nodes, x_shape, None, inits)
+    inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True)
+    out = [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim]
+    return _model(nodes, x_shape, out, inits)
+
+
+STEMS = [  # (name, input shape, output channels, kernel, attrs)
+    ("3ch 3x3 s2", (1, 3, 17, 16), 8, (3, 3), dict(strides=[2, 2], pads=[1] * 4)),
+    ("3ch 3x3 s2 uneven pads", (2, 3, 15, 18), 6, (3, 3), dict(strides=[2, 2], pads=[0, 1, 1, 0])),
+    ("1ch 5x3 s1", (1, 1, 12, 9), 4, (5, 3), dict(pads=[2, 1, 2, 1])),
+    ("4ch 3x3 dilated", (1, 4, 14, 13), 5, (3, 3), dict(dilations=[2, 2], pads=[2] * 4)),
+    ("3ch 4x4 s3 no pads", (2, 3, 20, 22), 7, (4, 4), dict(strides=[3, 2])),
+]
+
+
+@pytest.mark.parametrize("name,xs,k,kernel,attrs", STEMS, ids=[s[0] for s in STEMS])
+@pytest.mark.parametrize("bias,relu6", [(False, False), (True, True)], ids=["plain", "bias relu6"])
+def test_few_channel_stem_runs_channels_last_and_matches(tmp_path, poisoned_scratch, name, xs, k, kernel, attrs,
+                                                        bias, relu6):
+    """A dense convolution on at most DENSE_MAX_CHANNELS channels joins the depthwise region: it
+    runs channels-last (taps-major im2col in scratch poisoned with NaN), the one Transpose in moves
+    its input, and values match onnxruntime."""
+    proto = _stem(xs, k, kernel, attrs, bias, relu6)
+    ours, expected, counts = _run_both(proto, {"x": f32(*xs)}, tmp_path)
+    _assert_close(ours, expected)
+    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == 2, counts
+    assert counts[":Transpose"] == 2 and counts[":Conv"] + counts["com.onnxplug:FusedConv"] == 0, counts
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one thread", "product threads"])
+def test_stem_bands_and_units_match(tmp_path, monkeypatch, poisoned_scratch, parallel_for_calls, split):
+    """Columns larger than DENSE_UNIT_BYTES go in bands of output rows, and with enough work the
+    (image, band) units go to both product threads; each unit's bias and Relu6 stay right."""
+    from onnxplug.providers.numpy import blas
+
+    monkeypatch.setattr(_channels_last, "DENSE_UNIT_BYTES", 2100)  # 28 x 9 values a row: 2 rows a band
+    if split:
+        monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
+        monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    shared = parallel_for_calls(_channels_last)
+    proto = _stem((3, 3, 17, 18), 8, (3, 3), dict(strides=[2, 2], pads=[1] * 4), True, True)
+    ours, expected, _ = _run_both(proto, {"x": f32(3, 3, 17, 18)}, tmp_path)
+    _assert_close(ours, expected)
+    assert (3 * 5, split) in shared, shared  # 9 output rows in bands of 2: 5 bands per image
+
+
+def test_dense_convolutions_on_more_channels_stay_nchw(tmp_path):
+    """Above DENSE_MAX_CHANNELS input channels a dense convolution keeps the NCHW kernel (Winograd,
+    im2col over channels): the region starts after it, with its Transpose."""
+    cin = _channels_last.DENSE_MAX_CHANNELS + 1
+    proto = _stem((1, cin, 12, 12), 6, (3, 3), dict(pads=[1] * 4), True, False)
+    ours, expected, counts = _run_both(proto, {"x": f32(1, cin, 12, 12)}, tmp_path)
+    _assert_close(ours, expected)
+    assert counts["com.onnxplug:FusedConv"] + counts[":Conv"] == 1 and counts[":Transpose"] == 2, counts

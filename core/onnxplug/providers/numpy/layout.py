@@ -1,10 +1,11 @@
 """Which nodes the numpy provider wants channels-last (``NumpyProvider.preferred_layout``).
 
-Depthwise convolutions are much cheaper channels-last in numpy (see ops/_channels_last.py), and a
-1x1 convolution costs the same either way. So the provider asks NHWC for the depthwise
-convolutions, and for the 1x1 convolutions and global average pools connected to one through
-elementwise ops or other such nodes: MobileNet-style networks then run channels-last from their
-first depthwise layer to their pooling, with one Transpose at each end. Networks without depthwise
+Depthwise convolutions are much cheaper channels-last in numpy (see ops/_channels_last.py), a
+1x1 convolution costs the same either way, and a dense one on a few channels (a stem) less. So the
+provider asks NHWC for the depthwise convolutions, and for the 1x1 and few-channel convolutions and
+global average pools connected to one through elementwise ops or other such nodes: MobileNet-style
+networks then run channels-last from their stem to their pooling, with one Transpose at each end
+(the one before the stem moves its few-channel input). Networks without depthwise
 layers (ResNets) stay NCHW, where im2col serves their dense kernels best.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from onnxplug.ir import Graph, Node
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN
 from onnxplug.optimizer.passes.transpose_optimization import BINARY, UNARY
-from onnxplug.providers.numpy.ops._channels_last import FAST_DTYPES
+from onnxplug.providers.numpy.ops._channels_last import DENSE_MAX_CHANNELS, FAST_DTYPES
 
 #: Ops a channels-last region may pass through: the elementwise ops TransposeOptimization pushes
 #: Transposes through, so none is left inside a region.
@@ -23,7 +24,8 @@ _POOLS = {("", "GlobalAveragePool"), (NHWC_DOMAIN, "GlobalAveragePool")}
 
 
 def _conv_kind(graph: Graph, node: Node) -> str | None:
-    """"depthwise", "pointwise" (1x1, one group) or None for a 2-D convolution of known shapes."""
+    """"depthwise", "pointwise" (1x1, one group), "dense" (one group, at most DENSE_MAX_CHANNELS
+    input channels) or None for a 2-D convolution of known shapes."""
     if (node.domain, node.op_type) not in _CONVS or len(node.inputs) < 2:
         return None
     x, w = graph.type_of(node.inputs[0]), graph.type_of(node.inputs[1])
@@ -39,6 +41,8 @@ def _conv_kind(graph: Graph, node: Node) -> str | None:
         return "depthwise"
     if group == 1 and tuple(w.shape[2:]) == (1, 1):
         return "pointwise"
+    if group == 1 and channels <= DENSE_MAX_CHANNELS:
+        return "dense"
     return None
 
 

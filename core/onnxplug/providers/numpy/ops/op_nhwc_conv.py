@@ -1,7 +1,7 @@
 """com.onnxplug.nhwc Conv and FusedConv: channels-last twins of the standard ops (docs/fused-ops.md).
 
-Depthwise and 1x1 2-D convolutions have their own channels-last formulations (_channels_last);
-the rest runs the standard kernel between transposes.
+Depthwise, 1x1 and few-channel dense 2-D convolutions have their own channels-last formulations
+(_channels_last); the rest runs the standard kernel between transposes.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
-from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, FAST_DTYPES, DepthwiseWeights, conv_1x1_nhwc,
-                                                         depthwise_nhwc, folds_bias, to_first, to_last)
+from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, FAST_DTYPES, DenseWeights, DepthwiseWeights,
+                                                         conv_1x1_nhwc, conv_dense_nhwc, depthwise_nhwc, folds_bias,
+                                                         to_first, to_last)
 from onnxplug.providers.numpy.ops.op_conv import Conv
 from onnxplug.providers.numpy.ops.op_fused_conv import FusedConv, ResidualActivation
 from onnxplug.providers.numpy.registry import op
@@ -20,6 +21,7 @@ class _ChannelsLast:
 
     def setup(self) -> None:
         self.depthwise_weights = DepthwiseWeights()
+        self.dense_weights = DenseWeights()
         self._pointwise: tuple[object, object, tuple] | None = None
 
     def pointwise_weights(self, w: np.ndarray, b: np.ndarray | None
@@ -48,7 +50,8 @@ class _ChannelsLast:
         depthwise = attrs.group == c and w.shape[1] == 1 and w.shape[0] == c and x.ndim == 4
         pointwise = attrs.group == 1 and w.shape[1] == c and all(k == 1 for k in kernel) \
             and not any(begin) and not any(end)
-        if not (depthwise or pointwise):
+        dense = attrs.group == 1 and w.shape[1] == c and x.ndim == 4 and not pointwise
+        if not (depthwise or pointwise or dense):
             return None
         out_sp = [(x.shape[1 + i] + begin[i] + end[i] - (k - 1) * d - 1) // s + 1
                   for i, (k, s, d) in enumerate(zip(kernel, strides, dilations))]
@@ -58,6 +61,8 @@ class _ChannelsLast:
         epilogue = ResidualActivation(z, activation, params) if z is not None or activation else None
         if depthwise:
             return depthwise_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.depthwise_weights)
+        if dense:
+            return conv_dense_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.dense_weights)
         wt, bias_row, augmented = self.pointwise_weights(w, b)
         return conv_1x1_nhwc(x, wt, bias_row, strides, epilogue, augmented)
 
