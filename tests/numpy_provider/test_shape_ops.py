@@ -39,6 +39,26 @@ def test_large_transposes_keeping_the_first_axis_copy_it_on_the_product_threads(
     assert shared == [(5, True)]
 
 
+@pytest.mark.parametrize("shape,perm", [((1, 3, 40, 36), [0, 2, 3, 1]), ((2, 4, 30, 20), [0, 2, 3, 1]),
+                                         ((3, 50, 20), [1, 2, 0]), ((2, 2, 600), None), ((2, 4, 3, 200), [0, 3, 2, 1])])
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "per first index"])
+def test_transposes_to_a_short_last_axis(monkeypatch, shape, perm, split):
+    """Outputs whose last axis has 2-4 values (an image going channels-last) are copied one index
+    of that axis at a time, whole or per first-axis index on the product threads; values exact."""
+    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.ops import op_transpose
+
+    if split:
+        monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
+        monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    copies = []
+    monkeypatch.setattr(op_transpose, "_copy", lambda dst, src, real=op_transpose._copy: copies.append(dst.shape[-1])
+                        or real(dst, src))
+    kwargs = {} if perm is None else {"perm": perm}
+    (y,) = assert_matches_oracle("Transpose", {"x": rand(shape)}, rtol=0, atol=0, **kwargs)
+    assert y.flags.c_contiguous and copies and set(copies) == {y.shape[-1]} and y.shape[-1] <= op_transpose.SHORT_LAST_AXIS
+
+
 @pytest.mark.parametrize("perm", [None, [0, 2, 1], [2, 0, 1], [1, 0, 2]])
 def test_transpose(perm):
     kwargs = {} if perm is None else {"perm": perm}

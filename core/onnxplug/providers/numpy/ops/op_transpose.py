@@ -10,6 +10,20 @@ from onnxplug.providers.numpy.registry import op
 #: ms as one copy).
 MACS_PER_VALUE = 14
 
+#: Outputs whose last axis has at most this many values (an image going channels-last) are copied
+#: one index of that axis at a time: numpy's transposing copy runs an inner loop over each run of
+#: so few values (1 x 3 x 224 x 224 to channels-last: 180 us as one copy, 46 us in three).
+SHORT_LAST_AXIS = 4
+
+
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for a transposed view ``src``."""
+    if dst.ndim and 1 < dst.shape[-1] <= SHORT_LAST_AXIS and src.strides[-1] != src.itemsize and dst.size >= 1024:
+        for j in range(dst.shape[-1]):
+            dst[..., j] = src[..., j]
+    else:
+        np.copyto(dst, src)
+
 
 @op("Transpose")
 class Transpose(NumpyKernel):
@@ -17,14 +31,15 @@ class Transpose(NumpyKernel):
         perm = self.attr("perm")  # default: reverse the axes
         axes = None if perm is None else [int(p) for p in perm]
         view = np.transpose(x, axes)  # numpy checks the permutation
-        if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2:
-            return np.ascontiguousarray(view)
         out = np.empty(view.shape, dtype=x.dtype)
+        if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2:
+            _copy(out, view)
+            return out
         inner = [a - 1 for a in axes[1:]]
 
         def copy(i: int) -> None:
-            out[i] = x[i].transpose(inner)
+            _copy(out[i], x[i].transpose(inner))
 
         if not parallel_for(x.shape[0], copy, x.size * MACS_PER_VALUE):
-            np.copyto(out, view)
+            _copy(out, view)
         return out
