@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 from onnxplug.errors import OnnxplugError
+from onnxplug.io_binding import IOBinding
 from onnxplug.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from onnxplug.ort_value import OrtValue
 from onnxplug.session import InferenceSession, ModelMetadata, NodeArg, NodeAssignment
 
 __version__ = "0.1.0"
@@ -36,7 +38,7 @@ def get_device() -> str:
 
 
 __all__ = [
-    "ExecutionMode", "GraphOptimizationLevel", "InferenceSession", "ModelMetadata", "NodeArg",
-    "NodeAssignment", "OnnxplugError", "RunOptions", "SessionOptions", "__version__",
+    "ExecutionMode", "GraphOptimizationLevel", "IOBinding", "InferenceSession", "ModelMetadata", "NodeArg",
+    "NodeAssignment", "OnnxplugError", "OrtValue", "RunOptions", "SessionOptions", "__version__",
     "get_all_providers", "get_available_providers", "get_device",
 ]

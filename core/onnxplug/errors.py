@@ -118,5 +118,10 @@ class BindingError(OnnxplugError, ValueError):
     """An IOBinding names a device no provider of the session runs on, or a value it cannot take."""
 
 
+class OrtValueError(OnnxplugError, ValueError):
+    """An OrtValue cannot be made, read or written as asked: no available provider runs on the named
+    device, the data is not an array, or its shape or element type differs from the value's."""
+
+
 class KernelError(OnnxplugError, RuntimeError):
     """A kernel failed while computing a node; the message names the node and provider."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-from typing import Any
+from typing import Any, NoReturn
 
 from onnxplug.errors import OptionValueError, UnsupportedOptionError
 
@@ -49,7 +49,7 @@ _FIXED_ATTRIBUTES: dict[str, tuple[Any, ...]] = {
 }
 
 
-def _refuse_call(method: str, *args: Any, **kwargs: Any) -> None:
+def _refuse_call(method: str, *args: Any, **kwargs: Any) -> NoReturn:
     """What an onnxruntime method this runtime does not implement does when called."""
     raise UnsupportedOptionError(f"{method}() is not implemented by onnxplug")
 
