@@ -78,7 +78,8 @@ def test_device_inputs_and_outputs_are_not_copied() -> None:
     binding.bind_output("y", "testdev", 0)
     run_with_iobinding(session, binding)
     (y,) = binding.get_outputs()
-    assert isinstance(y, DeviceValue)
+    assert isinstance(y, ort.OrtValue) and y.device_name() == "testdev"
+    assert isinstance(y.value(), DeviceValue)
     assert transfer.to_device_count == 0 and transfer.to_host_count == 0
     assert transfer.synchronized == 1
     np.testing.assert_array_equal(binding.copy_outputs_to_cpu()[0], np.maximum(x + b, 0))
@@ -93,8 +94,8 @@ def test_host_bindings_give_what_run_gives() -> None:
     binding.bind_input("b", b)
     binding.run()
     (y,) = binding.get_outputs()
-    assert isinstance(y, np.ndarray)
-    np.testing.assert_array_equal(y, session.run(None, {"x": x, "b": b})[0])
+    assert isinstance(y, ort.OrtValue) and y.device_name() == "cpu"
+    np.testing.assert_array_equal(y.numpy(), session.run(None, {"x": x, "b": b})[0])
 
 
 def test_device_output_of_a_host_node_is_copied_once() -> None:
@@ -108,8 +109,8 @@ def test_device_output_of_a_host_node_is_copied_once() -> None:
     binding.bind_output("y", "testdev")
     binding.run()
     (y,) = binding.get_outputs()
-    assert isinstance(y, DeviceValue)
-    np.testing.assert_allclose(y.data, 1 / (1 + np.exp(-(x + b))), rtol=1e-6)
+    assert isinstance(y.value(), DeviceValue)
+    np.testing.assert_allclose(y.value().data, 1 / (1 + np.exp(-(x + b))), rtol=1e-6)
     assert transfer.to_host_count == 1  # s leaves the device for the host's Sigmoid
     assert transfer.to_device_count == 1  # and y comes back, as bound
 
@@ -132,7 +133,7 @@ def test_bound_buffer_receives_the_result() -> None:
     binding.bind_input("b", DeviceValue(b))
     binding.bind_output("y", "testdev", 0, np.float32, (2, 3), 1234)
     binding.run()
-    assert binding.get_outputs()[0] is target
+    assert binding.get_outputs()[0].value() is target
     np.testing.assert_array_equal(target.data, np.maximum(x + b, 0))
 
 

@@ -2,14 +2,17 @@
 
 onnxruntime's API (``session.io_binding()``, ``session.run_with_iobinding(binding)``)::
 
-    binding = IOBinding(session)                       # session.io_binding() once wired in
+    binding = session.io_binding()                     # or IOBinding(session)
     binding.bind_input("x", x_gpu)                     # a CuPy array, or anything with DLPack /
                                                        # __cuda_array_interface__ on the device
     binding.bind_input("x", x_cl, "opencl", 0)         # a value of a named device, fed as is
     binding.bind_input("x", "cuda", 0, np.float32, shape, ptr)   # or a raw device pointer
+    binding.bind_ortvalue_input("x", x_ortvalue)       # an OrtValue, on the host or a device
     binding.bind_output("y", "cuda")                   # leave y on the device
+    binding.bind_ortvalue_output("z", z_ortvalue)      # or write z into an OrtValue's memory
     binding.run()                                      # session.run_with_iobinding(binding)
-    y_gpu = binding.get_outputs()[0]
+    y = binding.get_outputs()[0]                       # an OrtValue: y.numpy() copies it to the host,
+    y_gpu = y.value()                                  # y.value() is the device array itself
 
 No provider interface changes: a provider's ``DataTransfer`` may offer these optional methods,
 found with ``getattr``; a device whose transfer has none of them can still bind host arrays.
@@ -18,7 +21,8 @@ found with ``getattr``; a device whose transfer has none of them can still bind 
   or None when it does not live on this device (it must also order the producer's pending work
   before the provider's own).
 * ``from_pointer(pointer, shape, dtype) -> device value``: wrap raw device memory.
-* ``copy_into(target, value)``: copy a device value into a bound output buffer on the device.
+* ``copy_into(target, value)``: copy a device value into a bound output buffer on the device
+  (also what ``OrtValue.update_inplace`` writes device values with).
 * ``synchronize()``: wait for the calling thread's work on the device.
 
 A run reuses the session's plan: the copy of a device-bound input to its device is dropped (the
@@ -34,8 +38,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from onnxplug.device import CPU, Device
-from onnxplug.errors import BindingError, InvalidInputError, InvalidOutputError, UnknownInputError
+from onnxplug.errors import (
+    BindingError,
+    InvalidInputError,
+    InvalidOutputError,
+    MissingInputError,
+    UnknownInputError,
+)
 from onnxplug.executor import Plan, RunStats, run_plan
+from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.provider import ExecutionProvider
 
 if TYPE_CHECKING:
@@ -46,12 +57,7 @@ if TYPE_CHECKING:
 @dataclass
 class _Output:
     device: Device
-    target: Any = None  # a pre-allocated device buffer to copy the result into
-
-
-def _device(device_type: str, device_id: int) -> Device:
-    kind = str(device_type).lower()
-    return CPU if kind == "cpu" else Device(kind, int(device_id))
+    target: Any = None  # a pre-allocated buffer (host array or device value) to copy the result into
 
 
 class IOBinding:
@@ -61,7 +67,7 @@ class IOBinding:
         self._session = session
         self._inputs: dict[str, tuple[Device, Any]] = {}
         self._outputs: dict[str, _Output] = {}
-        self._results: list[Any] | None = None
+        self._results: list[OrtValue] | None = None
         self._plans: dict[tuple, Plan] = {}  # by binding layout, so each generated function is reused
         self._plans_base: Plan | None = None
 
@@ -79,25 +85,76 @@ class IOBinding:
             raise UnknownInputError(f"{name!r} is not an input of the model "
                                     f"(inputs: {', '.join(self._session._input_types)})")
 
+    def _check_output_name(self, name: str) -> None:
+        outputs = [vi.name for vi in self._session._model.graph.outputs]
+        if name not in outputs:
+            raise InvalidOutputError(f"{name!r} is not an output of the model (outputs: {', '.join(outputs)})")
+
+    def _native(self, provider: ExecutionProvider, value: Any, what: str) -> Any:
+        """``value`` as a value of ``provider``'s device, through its transfer's ``adopt`` when it has one."""
+        adopt = getattr(provider.data_transfer, "adopt", None)
+        native = adopt(value) if adopt is not None else value
+        if native is None:
+            raise BindingError(f"{what}: a {type(value).__name__} is not a value of {provider.device}")
+        return native
+
     def bind_cpu_input(self, name: str, array: Any) -> None:
-        """Bind a host array (copied to a device by the run, where a provider needs it there)."""
+        """Bind a host array, or an OrtValue's value on the host (copied there when it is a device's);
+        the run copies it to a device where a provider needs it there."""
         self._check_input_name(name)
+        if isinstance(array, OrtValue):
+            self._inputs[name] = (CPU, array._host())
+            return
         self._inputs[name] = (CPU, np.asarray(array))
+
+    def bind_ortvalue_input(self, name: str, ortvalue: OrtValue) -> None:
+        """Bind an OrtValue: a host value as a host array, a device value on its device, fed as is
+        (a provider of the session must run on that device)."""
+        self._check_input_name(name)
+        if not isinstance(ortvalue, OrtValue):
+            raise BindingError(f"input {name!r}: bind_ortvalue_input takes an OrtValue, not {type(ortvalue).__name__}")
+        if ortvalue.device == CPU:
+            self._inputs[name] = (CPU, ortvalue.value())
+            return
+        provider = self._provider_for(ortvalue.device, f"input {name!r}")
+        self._inputs[name] = (provider.device, self._native(provider, ortvalue.value(), f"input {name!r}"))
+
+    def bind_ortvalue_output(self, name: str, ortvalue: OrtValue) -> None:
+        """Write output ``name`` into an OrtValue's memory (a host array, or a device value through its
+        provider's ``copy_into``); its shape and element type must be the result's."""
+        self._check_output_name(name)
+        if not isinstance(ortvalue, OrtValue) or not ortvalue.is_tensor():
+            raise BindingError(f"output {name!r}: bind_ortvalue_output takes an OrtValue holding a tensor, "
+                               f"not {ortvalue!r}")
+        if ortvalue.device == CPU:
+            self._outputs[name] = _Output(CPU, ortvalue.value())
+            return
+        provider = self._provider_for(ortvalue.device, f"output {name!r}")
+        if getattr(provider.data_transfer, "copy_into", None) is None:
+            raise BindingError(f"output {name!r}: provider {provider.name!r} cannot write into existing device memory")
+        self._outputs[name] = _Output(provider.device, self._native(provider, ortvalue.value(), f"output {name!r}"))
 
     def bind_input(self, name: str, value: Any, device_type: Any = None, device_id: int = 0,
                    element_type: Any = None, shape: Sequence[int] | None = None,
                    buffer_ptr: int | None = None) -> None:
         """Bind input ``name`` to a value, in any of these spellings:
 
-        * ``bind_input(name, array)``: a numpy array (host), or a device value found by asking each
-          provider's transfer to ``adopt`` it (DLPack, ``__cuda_array_interface__``, its own type);
+        * ``bind_input(name, array)``: a numpy array (host), an :class:`OrtValue`, or a device value
+          found by asking each provider's transfer to ``adopt`` it (DLPack,
+          ``__cuda_array_interface__``, its own type);
         * ``bind_input(name, value, device_type, device_id)``: a value of that device, fed as is;
         * ``bind_input(name, device_type, device_id, element_type, shape, buffer_ptr)``: raw device
           memory, as onnxruntime spells it (the provider's transfer must offer ``from_pointer``).
         """
         self._check_input_name(name)
+        if isinstance(value, OrtValue):
+            if device_type is not None and parse_device(device_type, device_id) != value.device:
+                raise BindingError(f"input {name!r}: the OrtValue is on {value.device}, "
+                                   f"not {parse_device(device_type, device_id)}")
+            self.bind_ortvalue_input(name, value)
+            return
         if isinstance(value, str):  # onnxruntime's raw-pointer form, shifted by one argument
-            raw_device = _device(value, int(device_type or 0))
+            raw_device = parse_device(value, int(device_type or 0))
             element_type, shape, buffer_ptr = device_id, element_type, shape  # type: ignore[assignment]
             if raw_device == CPU:
                 raise BindingError(f"input {name!r}: bind host arrays with bind_cpu_input or bind_input(name, array)")
@@ -111,16 +168,12 @@ class IOBinding:
                                                   np.dtype(element_type)))
             return
         if device_type is not None:
-            device = _device(device_type, device_id)
+            device = parse_device(device_type, device_id)
             if device == CPU:
                 self._inputs[name] = (CPU, np.asarray(value))
                 return
             provider = self._provider_for(device, f"input {name!r}")
-            adopt = getattr(provider.data_transfer, "adopt", None)
-            native = adopt(value) if adopt is not None else value
-            if native is None:
-                raise BindingError(f"input {name!r}: a {type(value).__name__} is not a value of {device}")
-            self._inputs[name] = (device, native)
+            self._inputs[name] = (device, self._native(provider, value, f"input {name!r}"))
             return
         if isinstance(value, np.ndarray):
             self._inputs[name] = (CPU, value)
@@ -138,10 +191,8 @@ class IOBinding:
                     shape: Sequence[int] | None = None, buffer_ptr: int | None = None) -> None:
         """Leave output ``name`` on a device (or the host); with ``buffer_ptr``, the result is copied
         into that device memory (``element_type`` and ``shape`` describe it)."""
-        outputs = [vi.name for vi in self._session._model.graph.outputs]
-        if name not in outputs:
-            raise InvalidOutputError(f"{name!r} is not an output of the model (outputs: {', '.join(outputs)})")
-        device = _device(device_type, device_id)
+        self._check_output_name(name)
+        device = parse_device(device_type, device_id)
         target = None
         if buffer_ptr is not None:
             if device == CPU or shape is None or element_type is None:
@@ -181,6 +232,8 @@ class IOBinding:
 
     def run(self, run_options: RunOptions | None = None) -> None:
         """Run the session on the bound inputs; results are kept for :meth:`get_outputs`."""
+        from onnxplug.session import _own_memory
+
         session = self._session
         feeds, located = self._feeds()
         plan = self._plan(set(located))
@@ -188,18 +241,25 @@ class IOBinding:
         result = run_plan(plan, {**feeds, **located}, None, stats)
         if stats is not None:
             session._record_profile(stats)
-        names = [vi.name for vi in session._model.graph.outputs]
         values = []
-        for name in names:
-            value = result[name]
+        for vi in session._model.graph.outputs:
+            name, value = vi.name, result[vi.name]
             binding = self._outputs.get(name)
-            if binding is not None and binding.device != CPU and plan.outputs[name] == name:
+            device = binding.device if binding is not None else CPU
+            transfer = self._provider_for(device, name).data_transfer if device != CPU else None
+            if transfer is not None and plan.outputs[name] == name:
                 # produced on the host (a CPU node): the only copy a device binding needs
-                value = self._provider_for(binding.device, name).data_transfer.to_device(np.asarray(value))
+                value = transfer.to_device(np.asarray(value))
             if binding is not None and binding.target is not None:
-                self._provider_for(binding.device, name).data_transfer.copy_into(binding.target, value)  # type: ignore[attr-defined]
+                _check_target(name, binding.target, value)
+                if transfer is None:
+                    np.copyto(binding.target, value)
+                else:
+                    transfer.copy_into(binding.target, value)  # type: ignore[attr-defined]
                 value = binding.target
-            values.append(value)
+            elif transfer is None:
+                value = _own_memory(value)  # as run(): no output shares memory with a feed
+            values.append(OrtValue(value, device, transfer, vi.type))
         self.synchronize_outputs()
         self._results = values
 
@@ -215,7 +275,7 @@ class IOBinding:
                 if name in session._defaults:
                     host[name] = session._defaults[name]
                     continue
-                raise InvalidInputError(f"model {session._model.source}: input {name!r} is not bound")
+                raise MissingInputError(f"model {session._model.source}: input {name!r} is not bound")
             device, value = self._inputs[name]
             if device == CPU:
                 host[name] = _check_value(session._model.source, name, value, declared)
@@ -263,22 +323,33 @@ class IOBinding:
                 steps.insert(0, _host_copy(provider, name, original))
         return replace(base, steps=steps, outputs=outputs, compiled=None)
 
-    def get_outputs(self) -> list[Any]:
-        """The outputs of the last run: device values for device-bound outputs, numpy arrays otherwise."""
+    def get_outputs(self) -> list[OrtValue]:
+        """The outputs of the last run as OrtValues, in the model's output order: device values for
+        device-bound outputs (``.value()`` is the device array, ``.numpy()`` a host copy), host
+        values otherwise."""
         if self._results is None:
             raise InvalidOutputError("IOBinding.get_outputs: run the binding first")
         return list(self._results)
 
-    def copy_outputs_to_cpu(self) -> list[np.ndarray]:
-        """The outputs of the last run as host arrays."""
-        host = []
-        for vi, value in zip(self._session._model.graph.outputs, self.get_outputs()):
-            binding = self._outputs.get(vi.name)
-            if binding is None or binding.device == CPU or isinstance(value, np.ndarray):
-                host.append(value)
-            else:
-                host.append(self._provider_for(binding.device, vi.name).data_transfer.to_host(value))
-        return host
+    def get_outputs_as_ortvaluevector(self) -> list[OrtValue]:
+        """onnxruntime's raw output vector; here the same list as :meth:`get_outputs`."""
+        return self.get_outputs()
+
+    def copy_outputs_to_cpu(self) -> list[Any]:
+        """The outputs of the last run as host arrays (lists for sequences)."""
+        return [value._host() for value in self.get_outputs()]
+
+
+def _check_target(name: str, target: Any, value: Any) -> None:
+    """A result must fit the buffer it is written into (onnxruntime fails the run otherwise)."""
+    try:
+        want = (np.dtype(target.dtype), tuple(int(d) for d in target.shape))
+        got = (np.dtype(value.dtype), tuple(int(d) for d in value.shape))
+    except (AttributeError, TypeError):
+        return  # an opaque device value: its transfer's copy_into is the judge
+    if want != got:
+        raise BindingError(f"output {name!r}: the result is {got[0]}{list(got[1])}, the bound buffer "
+                           f"holds {want[0]}{list(want[1])}")
 
 
 def _split_device(located: str) -> tuple[str, int]:
