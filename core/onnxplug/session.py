@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
 from onnxplug import host_memory
+from onnxplug.device import CPU
 from onnxplug.errors import (
     InputShapeError,
     InputTypeError,
@@ -20,6 +22,7 @@ from onnxplug.errors import (
     InvalidOutputError,
     MissingInputError,
     OptionValueError,
+    OrtValueError,
     ProviderUnavailableError,
     UnknownInputError,
     UnsupportedOptionError,
@@ -28,7 +31,8 @@ from onnxplug.executor import Plan, RunStats, build_plan, run_compiled, run_plan
 from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, ValueType, elem_type_of, load_model
 from onnxplug.ir.free_dims import input_dim_names, override_free_dimensions
 from onnxplug.kernel import Kernel, KernelContext, SubgraphRunner
-from onnxplug.options import RunOptions, SessionOptions
+from onnxplug.options import RunOptions, SessionOptions, _refuse_call
+from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.partitioner import Group, fused_subgraph, partition
 from onnxplug.plugins import DEFAULT_PROVIDER, get_catalog
 from onnxplug.provider import ExecutionProvider
@@ -37,6 +41,13 @@ if TYPE_CHECKING:
     from onnxplug.io_binding import IOBinding
 
 ProviderSpec = Union[str, tuple[str, Mapping[str, Any]]]
+
+# onnxruntime's InferenceSession methods this runtime does not implement: calling one raises
+# UnsupportedOptionError naming it (rather than AttributeError, or a silent no-op)
+_UNIMPLEMENTED_METHODS = ("run_with_ortvaluevector", "get_input_memory_infos", "get_output_memory_infos",
+                          "get_input_epdevices", "get_provider_graph_assignment_info", "get_tuning_results",
+                          "set_tuning_results", "set_ep_dynamic_options", "release_captured_graph",
+                          "enable_fallback")
 
 
 class NodeArg(NamedTuple):
@@ -163,15 +174,25 @@ class InferenceSession:
 
     # --- onnxruntime's API ------------------------------------------------------------------------
 
-    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
-            run_options: RunOptions | None = None) -> list[Any]:
-        """Run the model and return the requested outputs (all when ``output_names`` is None)."""
+    def __getattr__(self, name: str) -> Any:
+        if name in _UNIMPLEMENTED_METHODS:
+            return functools.partial(_refuse_call, f"InferenceSession.{name}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _wanted_outputs(self, output_names: Sequence[str] | None) -> list[str]:
         outputs = [vi.name for vi in self._model.graph.outputs]
         wanted = list(output_names) if output_names else outputs
         for name in wanted:
             if name not in outputs:
                 raise InvalidOutputError(f"model {self._model.source}: {name!r} is not an output "
                                          f"(outputs: {', '.join(outputs)})")
+        return wanted
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
+            run_options: RunOptions | None = None) -> list[Any]:
+        """Run the model and return the requested outputs (all when ``output_names`` is None).
+        Feeds are numpy arrays or :class:`OrtValue` (device values are copied to the host)."""
+        wanted = self._wanted_outputs(output_names)
         feeds = self._check_feeds(input_feed)
         stats = RunStats() if self._options.enable_profiling else None
         result = run_plan(self._plan, feeds, None, stats)
@@ -201,8 +222,78 @@ class InferenceSession:
                     continue
                 raise MissingInputError(f"model {src}: required input {name!r} was not fed "
                                         f"(expected {_describe_type(declared)})")
-            feeds[name] = _check_value(src, name, input_feed[name], declared)
+            value = input_feed[name]
+            if isinstance(value, OrtValue):
+                value = value._host()
+            feeds[name] = _check_value(src, name, value, declared)
         return feeds
+
+    def run_with_ort_values(self, output_names: Sequence[str] | None, input_dict_ort_values: Mapping[str, OrtValue],
+                            run_options: RunOptions | None = None) -> list[OrtValue]:
+        """Run on OrtValue feeds and return the requested outputs as host OrtValues. A device OrtValue
+        of a device that a provider of this session runs on is fed there as is (no host round trip);
+        one of another device is copied to the host."""
+        if not isinstance(input_dict_ort_values, Mapping):
+            raise InvalidInputError(f"input_dict_ort_values must be a dict of input name to OrtValue, "
+                                    f"not {type(input_dict_ort_values).__name__}")
+        for name, value in input_dict_ort_values.items():
+            if not isinstance(value, OrtValue):
+                raise InputTypeError(f"model {self._model.source}: run_with_ort_values takes OrtValues, "
+                                     f"input {name!r} is a {type(value).__name__}")
+        wanted = self._wanted_outputs(output_names)
+        types = {vi.name: vi.type for vi in self._model.graph.outputs}
+        devices = {p.device for p in self._providers} - {CPU}
+        if not any(v.device in devices for v in input_dict_ort_values.values()):
+            results = self.run(wanted, input_dict_ort_values, run_options)
+            return [OrtValue(r, value_type=types[n]) for n, r in zip(wanted, results)]
+        binding = self.io_binding()
+        for name, value in input_dict_ort_values.items():
+            if value.device in devices:
+                binding.bind_ortvalue_input(name, value)
+            else:
+                binding.bind_cpu_input(name, value)
+        binding.run(run_options)
+        by_name = dict(zip(types, binding.get_outputs()))
+        return [by_name[n] for n in wanted]
+
+    def run_async(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
+                  callback: Callable[[list[Any], Any, str], None], user_data: Any,
+                  run_options: RunOptions | None = None) -> None:
+        """Run on another thread and call ``callback(results, user_data, error)`` from it, with the
+        outputs and ``""``, or ``[]`` and the error's message. Bad output names or feeds raise here."""
+        self._wanted_outputs(output_names)
+        self._check_feeds(input_feed)
+        feeds = dict(input_feed)  # the caller may reuse its dict while the run waits
+
+        def work() -> None:
+            try:
+                results = self.run(output_names, feeds, run_options)
+            except Exception as e:  # reported to the callback, as onnxruntime's status string
+                callback([], user_data, f"{type(e).__name__}: {e}")
+                return
+            callback(results, user_data, "")
+
+        threading.Thread(target=work, name="onnxplug-run-async", daemon=True).start()
+
+    def create_ortvalue_from_shape_and_type(self, shape: Sequence[int], element_type: Any, device_type: str,
+                                            device_id: int = 0, vendor_id: int = -1) -> OrtValue:
+        """An uninitialised tensor on the host, or from the allocator of this session's provider of the
+        device (:class:`~onnxplug.errors.OrtValueError` when none of its providers runs there)."""
+        if vendor_id != -1:
+            raise UnsupportedOptionError("InferenceSession.create_ortvalue_from_shape_and_type: vendor_id is not "
+                                         "implemented by onnxplug (name the device with device_type and device_id)")
+        device = parse_device(device_type, device_id)
+        provider = None
+        if device != CPU:
+            provider = next((p for p in self._providers if p.device == device), None)
+            if provider is None:
+                raise OrtValueError(f"create_ortvalue_from_shape_and_type: no provider of this session runs on "
+                                    f"{str(device)!r} (devices: {', '.join(sorted({str(p.device) for p in self._providers}))})")
+        return OrtValue._allocate(shape, element_type, provider, "create_ortvalue_from_shape_and_type")
+
+    def disable_fallback(self) -> None:
+        """onnxruntime's switch for retrying a failed run on other providers: this runtime never
+        retries, which is what disabling asks for (``enable_fallback`` is refused)."""
 
     def io_binding(self) -> IOBinding:
         """An IOBinding to feed device values and keep outputs on their device."""
