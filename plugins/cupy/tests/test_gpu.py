@@ -166,9 +166,9 @@ def test_iobinding_with_cupy_arrays_makes_no_host_copies() -> None:
     binding.bind_output(output_name, "cuda", 0)
     binding.run()
     (y,) = binding.get_outputs()
-    assert isinstance(y, cupy.ndarray)
+    assert y.device_name() == "cuda" and isinstance(y.value(), cupy.ndarray)
     assert calls == Counter()
-    assert_close([cupy.asnumpy(y)], onnxruntime_outputs(model, feeds), rtol=1e-3, atol=1e-4)
+    assert_close([cupy.asnumpy(y.value())], onnxruntime_outputs(model, feeds), rtol=1e-3, atol=1e-4)
 
 
 def test_iobinding_takes_dlpack_cuda_array_interface_and_raw_pointers() -> None:
@@ -187,7 +187,7 @@ def test_iobinding_takes_dlpack_cuda_array_interface_and_raw_pointers() -> None:
         binding.bind_input("x", bound)
         binding.bind_output("y0", "cuda", 0)
         binding.run()
-        np.testing.assert_array_equal(cupy.asnumpy(binding.get_outputs()[0]), np.maximum(x, 0))
+        np.testing.assert_array_equal(binding.get_outputs()[0].numpy(), np.maximum(x, 0))
 
     out = cupy.empty_like(device_x)
     binding = IOBinding(sess)
@@ -195,3 +195,27 @@ def test_iobinding_takes_dlpack_cuda_array_interface_and_raw_pointers() -> None:
     binding.bind_output("y0", "cuda", 0, np.float32, x.shape, out.data.ptr)
     binding.run()
     np.testing.assert_array_equal(cupy.asnumpy(out), np.maximum(x, 0))
+
+
+def test_cuda_ortvalues_share_device_memory_with_cupy() -> None:
+    cupy = _cupy()
+    model, x = _relu_chain()
+    sess = session(model, "cupy")
+    value = ort.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+    assert value.device_name() == "cuda" and isinstance(value.value(), cupy.ndarray)
+    assert (value.shape(), value.data_type()) == (list(x.shape), "tensor(float)")
+    assert value.data_ptr() == value.value().data.ptr
+    assert cupy.asarray(value).data.ptr == value.data_ptr()  # __cuda_array_interface__, no copy
+    np.testing.assert_array_equal(value.numpy(), x)
+    value.update_inplace(-x)
+    np.testing.assert_array_equal(cupy.asnumpy(value.value()), -x)
+    target = ort.OrtValue.ortvalue_from_shape_and_type(list(x.shape), np.float32, "cuda", 0)
+    binding = sess.io_binding()
+    binding.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(x, "cuda", 0))
+    binding.bind_ortvalue_output("y0", target)
+    sess.run_with_iobinding(binding)
+    assert binding.get_outputs()[0].data_ptr() == target.data_ptr()
+    np.testing.assert_array_equal(target.numpy(), np.maximum(x, 0))
+    from_dlpack = ort.OrtValue.from_dlpack(cupy.asarray(x))
+    assert from_dlpack.device_name() == "cuda"
+    np.testing.assert_array_equal(sess.run_with_ort_values(["y0"], {"x": from_dlpack})[0].numpy(), np.maximum(x, 0))

@@ -83,13 +83,13 @@ def test_iobinding_keeps_outputs_on_device_and_pipelines_sessions(tmp_path, rng)
     b1.bind_output("y", "opencl", 0)
     first.run_with_iobinding(b1)
     middle = b1.get_outputs()[0]
-    assert isinstance(middle, cla.Array)
+    assert middle.device_name() == "opencl" and isinstance(middle.value(), cla.Array)
     b2 = second.io_binding()
-    b2.bind_input("x", middle)  # found on the OpenCL device by the provider's transfer (adopt)
+    b2.bind_input("x", middle.value())  # found on the OpenCL device by the provider's transfer (adopt)
     b2.bind_output("y", "opencl", 0)
     second.run_with_iobinding(b2)
     out = b2.get_outputs()[0]
-    assert isinstance(out, cla.Array)
+    assert isinstance(out.value(), cla.Array)
     np.testing.assert_allclose(b2.copy_outputs_to_cpu()[0], np.sqrt(np.exp(x)), rtol=1e-5)
     assert [e["name"] for e in _events(first) if e["cat"] == "Copy"] == ["copy x cpu->opencl:0"]
     assert [e for e in _events(second) if e["cat"] == "Copy"] == []
@@ -109,3 +109,31 @@ def test_iobinding_raw_buffer_pointer_and_output_buffer(rt, rng):
     binding.bind_output("y", "opencl", 0, np.float32, [3, 4], target.base_data.int_ptr)
     session.run_with_iobinding(binding)
     np.testing.assert_array_equal(target.get(), np.maximum(x, 0))
+
+
+def test_opencl_ortvalues_round_trip_and_bind_without_copies(rt, tmp_path, rng):
+    import pyopencl.array as cla
+
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    device_id = rt.device.index
+    value = ort.OrtValue.ortvalue_from_numpy(x, "opencl", device_id)
+    assert value.device_name() == "opencl" and isinstance(value.value(), cla.Array)
+    assert value.value().context == rt.context  # the runtime sessions on this device share
+    assert (value.shape(), value.data_type(), value.tensor_size_in_bytes()) == ([3, 4], "tensor(float)", x.nbytes)
+    assert value.data_ptr() == value.value().data.int_ptr  # the cl_mem handle bind_input takes
+    np.testing.assert_array_equal(value.numpy(), x)
+    value.update_inplace(-x)
+    np.testing.assert_array_equal(value.value().get(), -x)
+
+    session = _profiled(make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": x}, ["y"]), tmp_path, ["opencl"])
+    target = ort.OrtValue.ortvalue_from_shape_and_type([3, 4], np.float32, "opencl", device_id)
+    binding = session.io_binding()
+    binding.bind_ortvalue_input("x", value)
+    binding.bind_ortvalue_output("y", target)
+    session.run_with_iobinding(binding)
+    assert binding.get_outputs()[0].value() is target.value()
+    np.testing.assert_array_equal(target.numpy(), np.maximum(-x, 0))
+    (y,) = session.run_with_ort_values(None, {"x": value})
+    np.testing.assert_array_equal(y.numpy(), np.maximum(-x, 0))
+    # x was fed on the device both times: the only copy is run_with_ort_values' host output
+    assert [e["name"] for e in _events(session) if e["cat"] == "Copy"] == ["copy y opencl:0->cpu"]
