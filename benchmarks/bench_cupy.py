@@ -56,7 +56,7 @@ def cupy_runner(model: Any, iobinding: bool) -> tuple[Callable[[Mapping[str, np.
         for name in outputs:
             binding.bind_output(name, "cuda", 0)
         binding.run()  # synchronises the stream before returning
-        return binding.get_outputs()
+        return [value.value() for value in binding.get_outputs()]  # the cupy arrays, left on the GPU
 
     return run, created
 
