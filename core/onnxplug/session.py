@@ -287,8 +287,9 @@ class InferenceSession:
         if device != CPU:
             provider = next((p for p in self._providers if p.device == device), None)
             if provider is None:
+                devices = ", ".join(sorted({str(p.device) for p in self._providers}))
                 raise OrtValueError(f"create_ortvalue_from_shape_and_type: no provider of this session runs on "
-                                    f"{str(device)!r} (devices: {', '.join(sorted({str(p.device) for p in self._providers}))})")
+                                    f"{str(device)!r} (devices: {devices})")
         return OrtValue._allocate(shape, element_type, provider, "create_ortvalue_from_shape_and_type")
 
     def disable_fallback(self) -> None:
