@@ -102,3 +102,31 @@ class MixingProvider(ExecutionProvider):
         claims = super().get_capability(view)
         return [c for c in claims if c.nodes[0].op_type in self.claimable
                 and all(view.dtype_of(i) == np.float32 for i in c.nodes[0].inputs)]
+
+
+class BindingTransfer(TestTransfer):
+    """The test transfer plus the optional methods IOBinding and OrtValue use: adopt, copy_into,
+    synchronize (counted)."""
+
+    def __init__(self, allocator) -> None:
+        super().__init__(allocator)
+        self.synchronized = 0
+
+    def adopt(self, value) -> DeviceValue | None:
+        return value if isinstance(value, DeviceValue) else None
+
+    def copy_into(self, target: DeviceValue, value: DeviceValue) -> None:
+        target.data[...] = value.data
+
+    def synchronize(self) -> None:
+        self.synchronized += 1
+
+
+class BindingProvider(MixingProvider):
+    """MixingProvider whose transfer is a BindingTransfer (register it for a test module)."""
+
+    name: ClassVar[str] = "binding_test"
+
+    def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
+        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
+        self.data_transfer = BindingTransfer(self.allocator)

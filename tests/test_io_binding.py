@@ -3,8 +3,6 @@ copies the plan would make, host bindings behave as ``run``, and bad bindings ar
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -14,32 +12,7 @@ from onnxplug.errors import InvalidInputError, InvalidOutputError, UnknownInputE
 from onnxplug.errors import BindingError
 from onnxplug.io_binding import IOBinding, run_with_iobinding
 from onnxplug.plugins import get_catalog
-from tests.mixing_provider import DeviceValue, MixingProvider, TestTransfer
-
-
-class AdoptingTransfer(TestTransfer):
-    """The test transfer plus the optional IOBinding methods: adopt, copy_into, synchronize."""
-
-    def __init__(self, allocator: Any) -> None:
-        super().__init__(allocator)
-        self.synchronized = 0
-
-    def adopt(self, value: Any) -> DeviceValue | None:
-        return value if isinstance(value, DeviceValue) else None
-
-    def copy_into(self, target: DeviceValue, value: DeviceValue) -> None:
-        target.data[...] = value.data
-
-    def synchronize(self) -> None:
-        self.synchronized += 1
-
-
-class BindingProvider(MixingProvider):
-    name: ClassVar[str] = "binding_test"
-
-    def __init__(self, options: Any = None, *, intra_op_num_threads: int = 0) -> None:
-        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
-        self.data_transfer = AdoptingTransfer(self.allocator)
+from tests.mixing_provider import BindingProvider, BindingTransfer, DeviceValue
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -64,7 +37,7 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
     return x, np.array([0.5, -0.5, 1.0], np.float32)
 
 
-def _transfer(session: ort.InferenceSession) -> AdoptingTransfer:
+def _transfer(session: ort.InferenceSession) -> BindingTransfer:
     return session._providers[0].data_transfer
 
 
@@ -116,7 +89,7 @@ def test_device_output_of_a_host_node_is_copied_once() -> None:
 
 
 def test_bound_buffer_receives_the_result() -> None:
-    class PointerTransfer(AdoptingTransfer):
+    class PointerTransfer(BindingTransfer):
         buffers: dict[int, DeviceValue] = {}
 
         def from_pointer(self, pointer: int, shape: tuple, dtype: np.dtype) -> DeviceValue:

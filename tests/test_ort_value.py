@@ -5,7 +5,7 @@ sharing. Device values run on the repo's test device (tests/mixing_provider.py).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable
 
 import numpy as np
 import onnx
@@ -25,35 +25,16 @@ from onnxplug.errors import (
 )
 from onnxplug.plugins import get_catalog
 from tests.conftest import make_model
-from tests import mixing_provider
-from tests.mixing_provider import TEST_DEVICE, DeviceValue, MixingProvider
+from tests.mixing_provider import TEST_DEVICE, BindingProvider, BindingTransfer, DeviceValue
 
 F = TensorProto.FLOAT
 
 
-class WritableTransfer(mixing_provider.TestTransfer):
-    """The test transfer plus what OrtValues and bound outputs write device memory with."""
-
-    def adopt(self, value: Any) -> DeviceValue | None:
-        return value if isinstance(value, DeviceValue) else None
-
-    def copy_into(self, target: DeviceValue, value: DeviceValue) -> None:
-        target.data[...] = value.data
-
-
-class OrtValueProvider(MixingProvider):
-    name: ClassVar[str] = "ortvalue_test"
-
-    def __init__(self, options: Any = None, *, intra_op_num_threads: int = 0) -> None:
-        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
-        self.data_transfer = WritableTransfer(self.allocator)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    get_catalog().register(OrtValueProvider, "tests")
+    get_catalog().register(BindingProvider, "tests")
     yield
-    get_catalog().providers.pop("ortvalue_test", None)
+    get_catalog().providers.pop("binding_test", None)
 
 
 def _model() -> onnx.ModelProto:
@@ -73,7 +54,7 @@ def _sessions(model: onnx.ModelProto | None = None, providers: tuple[str, ...] =
             onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]))
 
 
-def _device_transfer() -> WritableTransfer:
+def _device_transfer() -> BindingTransfer:
     """The transfer of the provider that OrtValues on the test device use."""
     from onnxplug.ort_value import provider_for_device
 
@@ -234,7 +215,7 @@ def test_create_ortvalue_from_shape_and_type_as_onnxruntime() -> None:
     assert (mine.shape(), mine.data_type(), mine.device_name()) == (ref.shape(), ref.data_type(), ref.device_name())
     with pytest.raises(OrtValueError, match="'testdev:0'.*devices: cpu"):
         ours.create_ortvalue_from_shape_and_type([2], np.float32, "testdev", 0)
-    on_device = ort.InferenceSession(_model(), providers=["ortvalue_test"])
+    on_device = ort.InferenceSession(_model(), providers=["binding_test"])
     allocator = on_device._providers[0].allocator
     value = on_device.create_ortvalue_from_shape_and_type([2], np.float32, "testdev", 0)
     assert allocator.total == 1 and isinstance(value.value(), DeviceValue) and value.shape() == [2]
@@ -270,7 +251,7 @@ def test_binding_round_trip_as_onnxruntime() -> None:
 
 
 def test_bind_input_and_bind_cpu_input_take_ortvalues() -> None:
-    session = ort.InferenceSession(_model(), providers=["ortvalue_test"])
+    session = ort.InferenceSession(_model(), providers=["binding_test"])
     x, b = _inputs()
     binding = session.io_binding()
     binding.bind_input("x", ort.OrtValue.ortvalue_from_numpy(x, "testdev", 0))
@@ -305,7 +286,7 @@ def test_device_from_numpy_round_trip() -> None:
 
 
 def test_device_output_of_a_binding_and_bound_device_buffer() -> None:
-    session = ort.InferenceSession(_model(), providers=["ortvalue_test"])
+    session = ort.InferenceSession(_model(), providers=["binding_test"])
     theirs = onnxruntime.InferenceSession(_model().SerializeToString(), providers=["CPUExecutionProvider"])
     x, b = _inputs()
     target = ort.OrtValue.ortvalue_from_shape_and_type([2, 3], np.float32, "testdev", 0)
@@ -325,7 +306,7 @@ def test_device_output_of_a_binding_and_bound_device_buffer() -> None:
 
 
 def test_run_with_ort_values_feeds_device_values_without_a_host_copy() -> None:
-    session = ort.InferenceSession(_model(), providers=["ortvalue_test"])
+    session = ort.InferenceSession(_model(), providers=["binding_test"])
     transfer = session._providers[0].data_transfer
     x, b = _inputs()
     feeds = {"x": ort.OrtValue.ortvalue_from_numpy(x, "testdev", 0), "b": ort.OrtValue.ortvalue_from_numpy(b, "testdev")}
