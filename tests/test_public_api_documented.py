@@ -9,7 +9,7 @@ import pytest
 
 MODULES = ["onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.kernel", "onnxplug.provider",
            "onnxplug.hookspecs", "onnxplug.plugins", "onnxplug.session", "onnxplug.options",
-           "onnxplug.ort_value", "onnxplug.io_binding",
+           "onnxplug.ort_value", "onnxplug.io_binding", "onnxplug.logs", "onnxplug.seeding",
            "onnxplug.partitioner", "onnxplug.executor", "onnxplug.ir", "onnxplug.ir.graph",
            "onnxplug.ir.types", "onnxplug.ir.loader", "onnxplug.optimizer"]
 

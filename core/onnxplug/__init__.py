@@ -9,11 +9,37 @@ from __future__ import annotations
 
 from onnxplug.errors import OnnxplugError
 from onnxplug.io_binding import IOBinding
+from onnxplug.logs import set_default_logger_severity, set_default_logger_verbosity
 from onnxplug.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from onnxplug.ort_value import OrtValue
+from onnxplug.seeding import set_seed
 from onnxplug.session import InferenceSession, ModelMetadata, NodeArg, NodeAssignment
 
 __version__ = "0.1.0"
+
+
+def get_version_string() -> str:
+    """onnxplug's version, as onnxruntime's ``get_version_string()`` gives its own."""
+    return __version__
+
+
+def get_build_info() -> str:
+    """What this runtime is built on: onnxplug's version, Python's, numpy's and onnx's."""
+    import platform
+
+    import numpy
+    import onnx
+
+    return (f"onnxplug {__version__}, Python {platform.python_version()}, numpy {numpy.__version__}, "
+            f"onnx {onnx.__version__}")
+
+
+def disable_telemetry_events() -> None:
+    """onnxruntime's switch for its telemetry: onnxplug collects and sends none, on or off."""
+
+
+def enable_telemetry_events() -> None:
+    """onnxruntime's switch for its telemetry: onnxplug collects and sends none, on or off."""
 
 
 def get_all_providers() -> list[str]:
@@ -40,5 +66,7 @@ def get_device() -> str:
 __all__ = [
     "ExecutionMode", "GraphOptimizationLevel", "IOBinding", "InferenceSession", "ModelMetadata", "NodeArg",
     "NodeAssignment", "OnnxplugError", "OrtValue", "RunOptions", "SessionOptions", "__version__",
-    "get_all_providers", "get_available_providers", "get_device",
+    "disable_telemetry_events", "enable_telemetry_events", "get_all_providers", "get_available_providers",
+    "get_build_info", "get_device", "get_version_string", "set_default_logger_severity",
+    "set_default_logger_verbosity", "set_seed",
 ]

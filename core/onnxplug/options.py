@@ -103,7 +103,7 @@ class SessionOptions(_Strict):
         self.intra_op_num_threads: int = 0
         self.enable_profiling: bool = False
         self.optimized_model_filepath: str = ""
-        self.log_severity_level: int = 2
+        self.log_severity_level: int = -1  # -1: the default severity (onnxplug.set_default_logger_severity)
         self.log_verbosity_level: int = 0
         self.logid: str = ""
         self.profile_file_prefix: str = "onnxplug_profile"
@@ -157,7 +157,7 @@ class RunOptions(_Strict):
     _unimplemented_methods = ("add_active_adapter",)
 
     def __init__(self) -> None:
-        self.log_severity_level: int = 2
+        self.log_severity_level: int = -1  # -1: the default severity (onnxplug.set_default_logger_severity)
         self.log_verbosity_level: int = 0
         self.logid: str = ""
         self.run_tag: str = ""

@@ -10,13 +10,12 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 import pluggy
 
-from onnxplug import hookspecs
+from onnxplug import hookspecs, logs
 from onnxplug.errors import UnknownProviderError
 from onnxplug.provider import CORE_API_VERSION, ExecutionProvider
 
@@ -158,8 +157,7 @@ def _load_entry_points(catalog: ProviderCatalog) -> None:
             record.loaded = True
         except Exception as e:  # a broken plugin must not break the runtime; it is reported instead
             record.error = f"{type(e).__name__}: {e}"
-            warnings.warn(f"onnxplug: plugin {ep.name!r} ({ep.value}) failed to load: {record.error}",
-                          RuntimeWarning, stacklevel=2)
+            logs.warn(f"onnxplug: plugin {ep.name!r} ({ep.value}) failed to load: {record.error}", stacklevel=2)
 
 
 def extend_registry(provider_name: str, registry: Any) -> None:

@@ -7,13 +7,12 @@ import json
 import os
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
-from onnxplug import host_memory
+from onnxplug import host_memory, logs
 from onnxplug.device import CPU
 from onnxplug.errors import (
     InputShapeError,
@@ -105,7 +104,8 @@ class InferenceSession:
         self._profile_events: list[dict[str, Any]] = []
         self._profile_start_ns = time.time_ns()
         self._profile_origin = time.perf_counter()
-        self._build(providers, provider_options)
+        with logs.session_severity(self._options.log_severity_level):
+            self._build(providers, provider_options)
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -339,7 +339,8 @@ class InferenceSession:
         """Re-plan the session for other providers, from the model as loaded (optimizations
         depend on the providers, so they are not stacked on the previous ones)."""
         self._model = load_model(self._source)
-        self._build(providers, provider_options)
+        with logs.session_severity(self._options.log_severity_level):
+            self._build(providers, provider_options)
 
     def get_session_options(self) -> SessionOptions:
         """The options the session was created with."""
@@ -404,7 +405,7 @@ def create_providers(providers: Sequence[ProviderSpec] | None,
             message = f"provider {name!r} is not available: {availability.reason}"
             if fallback_disabled:
                 raise ProviderUnavailableError(message)
-            warnings.warn(f"{message}; falling back to the next provider", RuntimeWarning, stacklevel=3)
+            logs.warn(f"{message}; falling back to the next provider", stacklevel=4)
             continue
         created.append(cls(opts, intra_op_num_threads=threads))
     return created

@@ -10,7 +10,6 @@ names the overload it calls.
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 from typing import Any, Callable
 
@@ -19,6 +18,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from onnxplug.ir import Graph, Model, Node
+from onnxplug.logs import get_logger
 from onnxplug.optimizer.fused_ops import (
     BIAS_GELU,
     FUSED_CONV,
@@ -33,7 +33,7 @@ from onnxplug.optimizer.fused_ops import (
 )
 from onnxplug.optimizer.rewrite import model_graphs
 
-logger = logging.getLogger("onnxplug.optimizer")
+logger = get_logger("onnxplug.optimizer")
 
 #: Overloaded model-local functions need this IR version.
 FUNCTION_OVERLOAD_IR = 10

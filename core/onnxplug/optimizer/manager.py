@@ -9,7 +9,6 @@ fused ops of the project's domain get function bodies so the model saves as port
 from __future__ import annotations
 
 import importlib
-import logging
 import pkgutil
 import threading
 from dataclasses import dataclass
@@ -18,12 +17,13 @@ from typing import Sequence
 from onnxplug.errors import OnnxplugError
 from onnxplug.ir import Model
 from onnxplug.ir.validate import sort_and_check
+from onnxplug.logs import get_logger
 from onnxplug.optimizer.functions import attach_functions
 from onnxplug.optimizer.pass_base import GraphPass, PassError, PassResult
 from onnxplug.optimizer.rewrite import prune_value_info
 from onnxplug.provider import ExecutionProvider
 
-logger = logging.getLogger("onnxplug.optimizer")
+logger = get_logger("onnxplug.optimizer")
 
 _registered: list[type[GraphPass]] | None = None
 _lock = threading.Lock()

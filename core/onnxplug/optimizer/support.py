@@ -9,13 +9,13 @@ one-node view.
 
 from __future__ import annotations
 
-import logging
 from typing import Sequence
 
 from onnxplug.ir import Graph, Node
+from onnxplug.logs import get_logger
 from onnxplug.provider import ExecutionProvider, GraphView
 
-logger = logging.getLogger("onnxplug.optimizer")
+logger = get_logger("onnxplug.optimizer")
 
 
 class ProviderSupport:

@@ -8,18 +8,18 @@ turn into an initializer), results that are not tensors, and results that would 
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
 
 from onnxplug.ir import Node
 from onnxplug.kernel import KernelContext
+from onnxplug.logs import get_logger
 from onnxplug.optimizer.pass_base import GraphRewritePass, RewriteContext
 from onnxplug.optimizer.rewrite import GraphIndex
 from onnxplug.options import GraphOptimizationLevel
 
-logger = logging.getLogger("onnxplug.optimizer")
+logger = get_logger("onnxplug.optimizer")
 
 #: Ops whose result changes from run to run.
 RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",

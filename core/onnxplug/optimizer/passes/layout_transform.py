@@ -13,16 +13,16 @@ pairs between neighbouring NHWC nodes, so transposes remain only at the boundari
 from __future__ import annotations
 
 import inspect
-import logging
 
 from onnxplug.ir import Graph, Node
+from onnxplug.logs import get_logger
 from onnxplug.optimizer.functions import channels_first_perm, channels_last_perm
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN, ensure_domain, fused_node
 from onnxplug.optimizer.pass_base import GraphRewritePass, RewriteContext
 from onnxplug.optimizer.rewrite import GraphIndex, make_attribute
 from onnxplug.options import GraphOptimizationLevel
 
-logger = logging.getLogger("onnxplug.optimizer")
+logger = get_logger("onnxplug.optimizer")
 
 #: Ops whose first input and output carry the channel axis second (NCHW...).
 LAYOUT_SENSITIVE = {

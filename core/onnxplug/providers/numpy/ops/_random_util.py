@@ -6,16 +6,19 @@ import numpy as np
 
 from onnxplug.ir.types import numpy_dtype
 from onnxplug.kernel import Kernel
+from onnxplug.seeding import default_seed
 
 
 def generator(kernel: Kernel) -> np.random.Generator:
-    """A fresh generator: seeded from the ``seed`` attribute (same draws every run), else from the OS.
+    """A fresh generator: seeded from the ``seed`` attribute (same draws every run), else from
+    ``onnxplug.set_seed``'s seed (likewise), else from the OS.
 
     A new generator per call keeps ``compute`` free of shared state across threads.
     """
     seed = kernel.attr("seed")
     if seed is None:
-        return np.random.default_rng()
+        fallback = default_seed()
+        return np.random.default_rng(None if fallback is None else fallback % 2 ** 64)
     return np.random.default_rng(np.frombuffer(np.float32(seed).tobytes(), dtype=np.uint32))
 
 
