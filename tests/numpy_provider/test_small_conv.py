@@ -424,9 +424,12 @@ def test_constant_inputs_are_initializers_feeds_cannot_override():
 
     context = SimpleNamespace(constants={"w": 1, "b": 2})
     assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "b"]), context, (1, 2))
-    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w"]), context, (1, 2))
-    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", ""]), context, (1, 2))
+    # no bias, or an empty name for it: the weights alone decide
+    assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w"]), context, (1, 2))
+    assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", ""]), context, (1, 2))
     assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "fed"]), context, (1, 2))
+    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "fed"]), context, (1, 2))
+    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "fed", "b"]), context, (1, 2))
 
 
 # --- 1x1 convolutions: the bias in the product under a copy of the input --------------------------

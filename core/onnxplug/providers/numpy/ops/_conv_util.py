@@ -116,10 +116,11 @@ class ConvAttributes:
 
 
 def constant_inputs(node, context, indices: Sequence[int]) -> bool:
-    """Whether the node's inputs at ``indices`` are all given and constant initializers of the
-    session (feeds cannot override them, so their arrays are the same every run)."""
+    """Whether the node's inputs at ``indices`` that are given are all constant initializers of the
+    session (feeds cannot override them, so their arrays are the same every run). An absent
+    optional input (a Conv without a bias) is as constant as one: it is absent every run."""
     names = node.inputs
-    return all(i < len(names) and names[i] and names[i] in context.constants for i in indices)
+    return all(i >= len(names) or not names[i] or names[i] in context.constants for i in indices)
 
 
 class BiasedWeights:
