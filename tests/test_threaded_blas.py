@@ -106,11 +106,61 @@ def test_large_single_products_go_to_the_threaded_blas_and_small_ones_do_not(two
     assert calls == [((128, 256), (256, 256))] * 3
 
 
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("shape", [(1, 1280, 1000), (700, 600, 1), (1, 1, 9), (1, 5, 1)])
+@pytest.mark.parametrize("layout", ["c", "transposed", "strided vector", "strided matrix rows"])
+def test_one_row_or_one_column_products_run_as_gemv_and_match_numpy(two_threads, monkeypatch, dtype, rtol,
+                                                                    shape, layout):
+    gemv_calls = []
+    gemv = dict(two_threads._gemv)
+    monkeypatch.setattr(two_threads, "_gemv", {dt: (lambda *args, fn=fn: gemv_calls.append(args[1]) or fn(*args))
+                                               for dt, fn in gemv.items()})
+    rng = np.random.default_rng(4)
+    m, k, n = shape
+    a, b = _operands(rng, m, k, n, dtype)
+    if layout == "transposed":  # the matrix stored the other way round (a classifier's W.T)
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    elif layout == "strided vector":
+        a = np.repeat(a, 2, axis=1)[:, ::2] if m == 1 else a
+        b = np.repeat(b, 3, axis=0)[::3] if n == 1 else b
+    elif layout == "strided matrix rows":
+        a = a if m == 1 else np.pad(a, ((0, 0), (0, 9)))[:, :k]
+        b = b if n == 1 else np.pad(b, ((0, 0), (0, 9)))[:, :n]
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    got = two_threads.gemm(a, b)
+    assert got is not None and got.dtype == dtype and got.shape == (m, n)
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * 10)
+    assert len(gemv_calls) == 1
+    out = np.full((n + 3, m), np.nan, dtype).T[:, :n]  # a caller's output, transposed storage
+    if two_threads.gemm(a, b, out) is not None:
+        np.testing.assert_array_equal(out, got)
+
+
+def test_a_large_matrix_vector_product_goes_to_the_threaded_blas_and_a_small_one_does_not(two_threads, monkeypatch):
+    calls: list[tuple] = []
+    gemm = type(two_threads).gemm
+
+    def spy(self, a, b, out=None):
+        calls.append((a.shape, b.shape))
+        return gemm(self, a, b, out)
+
+    monkeypatch.setattr(type(two_threads), "gemm", spy)
+    rng = np.random.default_rng(5)
+    weight = rng.standard_normal((1000, 1280)).astype(np.float32)
+    x = rng.standard_normal((1, 1280)).astype(np.float32)
+    assert 1280 * 1000 >= blas.THREADED_GEMV_MACS > 64 * 64
+    np.testing.assert_allclose(blas.matmul(x, weight.T), x @ weight.T, rtol=1e-4, atol=1e-4)
+    small = blas.matmul(x[:, :64], weight[:64, :64].T)
+    np.testing.assert_allclose(small, x[:, :64] @ weight[:64, :64].T, rtol=1e-5, atol=1e-5)
+    assert calls == [((1, 1280), (1280, 1000))]
+
+
 def test_product_is_the_same_from_any_thread_and_under_concurrency(two_threads):
     """A fixed thread count cuts a product the same way whoever calls: bit-identical results."""
     rng = np.random.default_rng(3)
     # inner sizes that OpenBLAS blocks differently on one thread and on two
-    ops = [_operands(rng, m, k, n, np.float32) for m, k, n in [(128, 577, 256), (64, 2000, 96), (300, 1024, 300)]]
+    ops = [_operands(rng, m, k, n, np.float32)
+           for m, k, n in [(128, 577, 256), (64, 2000, 96), (300, 1024, 300), (1, 2000, 1500), (1500, 2000, 1)]]
     serial = [blas.matmul(a, b) for a, b in ops]
     with ThreadPoolExecutor(4) as pool:
         for _ in range(3):
