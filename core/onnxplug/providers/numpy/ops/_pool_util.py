@@ -101,14 +101,11 @@ def _separable(x: np.ndarray, g: PoolGeometry, combine, identity, begin: Sequenc
         size = cur.shape[ax]
         if b == 0 and (o - 1) * s + (k - 1) * d < size:  # every tap inside: the plain loop
             index = [slice(None)] * cur.ndim
-            res = None
+            views = []
             for i in range(k):
                 index[ax] = slice(i * d, i * d + (o - 1) * s + 1, s)
-                if res is None:
-                    res = cur[tuple(index)].copy()
-                else:
-                    combine(res, cur[tuple(index)], out=res)
-            cur = res
+                views.append(cur[tuple(index)])
+            cur = _combined(views, combine)
             continue
 
         def tap(i: int, lo: int, hi: int) -> np.ndarray:
@@ -119,15 +116,15 @@ def _separable(x: np.ndarray, g: PoolGeometry, combine, identity, begin: Sequenc
             return cur[tuple(index)]
 
         ranges = [_tap_range(i * d - b, s, size, o) for i in range(k)]
-        full = next((i for i, r in enumerate(ranges) if r == (0, o)), None)
-        if full is None:  # some window lies wholly in the padding
+        full = [i for i, r in enumerate(ranges) if r == (0, o)]
+        if not full:  # some window lies wholly in the padding
             shape = list(cur.shape)
             shape[ax] = o
             res = np.full(shape, identity, dtype=cur.dtype)
         else:
-            res = tap(full, 0, o).copy()
+            res = _combined([tap(i, 0, o) for i in full], combine)
         for i, (lo, hi) in enumerate(ranges):
-            if i == full or lo >= hi:
+            if i in full or lo >= hi:
                 continue
             index = [slice(None)] * cur.ndim
             index[ax] = slice(lo, hi)
@@ -135,6 +132,17 @@ def _separable(x: np.ndarray, g: PoolGeometry, combine, identity, begin: Sequenc
             combine(part, tap(i, lo, hi), out=part)
         cur = res
     return cur
+
+
+def _combined(views: Sequence[np.ndarray], combine) -> np.ndarray:
+    """``combine`` of all ``views`` into a new array; the first two in one pass (a copy of the first
+    and a pass combining the second cost one pass more: ResNet-18's 3x3/2 max pool, ~25%)."""
+    if len(views) == 1:
+        return views[0].copy()
+    res = combine(views[0], views[1])
+    for v in views[2:]:
+        combine(res, v, out=res)
+    return res
 
 
 #: A pool's cost per input value and kernel tap, in multiply-adds of a product (0.08-0.12 ns against
