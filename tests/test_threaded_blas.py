@@ -84,7 +84,9 @@ def test_gemm_declines_what_blas_cannot_take(two_threads, case):
     assert two_threads.gemm(a, b, out) is None
 
 
-def test_large_single_products_go_to_the_threaded_blas_and_small_ones_do_not(two_threads, monkeypatch):
+@pytest.fixture
+def gemm_calls(two_threads, monkeypatch) -> list[tuple]:
+    """The operand shapes of every product the threaded BLAS is asked for, in order."""
     calls: list[tuple] = []
     gemm = type(two_threads).gemm
 
@@ -93,6 +95,10 @@ def test_large_single_products_go_to_the_threaded_blas_and_small_ones_do_not(two
         return gemm(self, a, b, out)
 
     monkeypatch.setattr(type(two_threads), "gemm", spy)
+    return calls
+
+
+def test_large_single_products_go_to_the_threaded_blas_and_small_ones_do_not(gemm_calls):
     rng = np.random.default_rng(2)
     big_a, big_b = _operands(rng, 128, 256, 256, np.float32)  # 8.4M multiply-adds
     assert 128 * 256 * 256 >= blas.THREADED_PRODUCT_MACS
@@ -103,7 +109,7 @@ def test_large_single_products_go_to_the_threaded_blas_and_small_ones_do_not(two
     conv = blas.matmul(big_a[None], big_b[None, None])
     assert conv.shape == (1, 1, 128, 256)
     np.testing.assert_array_equal(conv[0, 0], blas.matmul(big_a, big_b))
-    assert calls == [((128, 256), (256, 256))] * 3
+    assert gemm_calls == [((128, 256), (256, 256))] * 3
 
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
@@ -131,20 +137,13 @@ def test_one_row_or_one_column_products_run_as_gemv_and_match_numpy(two_threads,
     assert got is not None and got.dtype == dtype and got.shape == (m, n)
     np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * 10)
     assert len(gemv_calls) == 1
-    out = np.full((n + 3, m), np.nan, dtype).T[:, :n]  # a caller's output, transposed storage
-    if two_threads.gemm(a, b, out) is not None:
-        np.testing.assert_array_equal(out, got)
+    out = np.full((m, n + 3), np.nan, dtype)[:, :n]  # a caller's output with its own row stride
+    assert two_threads.gemm(a, b, out) is out
+    np.testing.assert_array_equal(out, got)
+    assert len(gemv_calls) == 2
 
 
-def test_a_large_matrix_vector_product_goes_to_the_threaded_blas_and_a_small_one_does_not(two_threads, monkeypatch):
-    calls: list[tuple] = []
-    gemm = type(two_threads).gemm
-
-    def spy(self, a, b, out=None):
-        calls.append((a.shape, b.shape))
-        return gemm(self, a, b, out)
-
-    monkeypatch.setattr(type(two_threads), "gemm", spy)
+def test_a_large_matrix_vector_product_goes_to_the_threaded_blas_and_a_small_one_does_not(gemm_calls):
     rng = np.random.default_rng(5)
     weight = rng.standard_normal((1000, 1280)).astype(np.float32)
     x = rng.standard_normal((1, 1280)).astype(np.float32)
@@ -152,7 +151,7 @@ def test_a_large_matrix_vector_product_goes_to_the_threaded_blas_and_a_small_one
     np.testing.assert_allclose(blas.matmul(x, weight.T), x @ weight.T, rtol=1e-4, atol=1e-4)
     small = blas.matmul(x[:, :64], weight[:64, :64].T)
     np.testing.assert_allclose(small, x[:, :64] @ weight[:64, :64].T, rtol=1e-5, atol=1e-5)
-    assert calls == [((1, 1280), (1280, 1000))]
+    assert gemm_calls == [((1, 1280), (1280, 1000))]
 
 
 def test_product_is_the_same_from_any_thread_and_under_concurrency(two_threads):
