@@ -151,8 +151,7 @@ class _Job:
         # d[i, j, c, tile] = the tile's value at (i, j); e = B^T d (rows), v = e B (columns)
         np.copyto(s.d, s.windows)
         np.matmul(bt, s.d.reshape(6, -1), out=s.e.reshape(6, -1))
-        for a in range(6):
-            np.matmul(bt, s.e[a].reshape(6, -1), out=s.d[a].reshape(6, -1))  # v into d's scratch
+        np.matmul(bt, s.e, out=s.d.reshape(6, 6, -1))  # v into d's scratch, one product per row a
         v = s.d.reshape(36, c, tiles)
         m = s.m
 
@@ -172,19 +171,20 @@ class _Job:
         f = s.f.reshape(4, 6, k * tiles)
         np.matmul(at, m.reshape(6, -1), out=f.reshape(4, -1))
         o = s.out.reshape(4, k * tiles, 4)
-        for r in range(4):
-            np.matmul(f[r].T, at.T, out=o[r])
-        rows = o.reshape(4, k, n, tb, 4 * tw)
+        np.matmul(f.transpose(0, 2, 1), at.T, out=o)
+        # o[r] holds output row r of every tile: the unit's output rows 4 p + r, seen as (p, r), take
+        # all four in one copy (few numpy calls: with both product threads busy each call can wait
+        # for the GIL)
+        rows = o.reshape(4, k, n, tb, 4 * tw).transpose(2, 1, 3, 0, 4)
+        index = (images, slice(None), slice(4 * r0, 4 * r1))
+        dst = y[index].reshape(rows.shape)
         copy_out = getattr(self.epilogue, "copy_out", None)
-        for r in range(4):
-            index = (images, slice(None), slice(4 * r0 + r, 4 * r1, 4))
-            src, dst = rows[r].transpose(1, 0, 2, 3), y[index]
-            if copy_out is not None:  # the epilogue's first pass is the copy
-                copy_out(src, dst, index)
-            else:
-                np.copyto(dst, src)
-                if self.epilogue is not None:
-                    self.epilogue(dst, index)
+        if copy_out is not None:  # the epilogue's first pass is the copy
+            copy_out(rows, dst, index)
+        else:
+            np.copyto(dst, rows)
+            if self.epilogue is not None:
+                self.epilogue(y[index], index)
 
 
 class _Scratch:

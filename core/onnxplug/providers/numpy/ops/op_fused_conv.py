@@ -32,9 +32,11 @@ class ResidualActivation:
 
     def copy_out(self, src: np.ndarray, dst: np.ndarray, index: tuple) -> None:
         """``dst = activation(src + z[index])``: the copy of a result out of scratch done in the
-        same pass as the residual or a Relu."""
+        same pass as the residual or a Relu. ``dst`` is ``y[index]``, or a view of it with an axis
+        split in two (Winograd's output rows as (tile row, row in tile))."""
         if self.z is not None:
-            np.add(src, self.z[index], out=dst)
+            z = self.z[index]
+            np.add(src, z if z.shape == dst.shape else z.reshape(dst.shape), out=dst)
             self._activate(dst)
         elif self.name == "Relu":
             np.maximum(src, zeros_operand(dst.shape, dst.dtype), out=dst)
