@@ -41,9 +41,10 @@ THREADED_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_MACS", 8_000
 #: costs 100-250 us (bilstm at batch 1 took 1.05-1.2x as long with its 8.4M projection threaded).
 ISOLATED_THREADED_MACS = 32_000_000
 #: The same for a matrix-vector product (one row or one column, such as a classifier at batch 1),
-#: which the threaded BLAS runs as a gemv: memory-bound, so two threads pay once the matrix
-#: outgrows a core's L2 (1 x 1280 @ 1280 x 1000: 177 -> 77 us; 1 x 512 @ 512 x 512: 14 -> 19 us).
-THREADED_GEMV_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_GEMV_MACS", 256_000))
+#: which the threaded BLAS runs as a gemv: memory-bound, so two threads pay once the matrix is about
+#: a core's L2 (2 MB): 1 x 512 @ 512 x 1000 44 -> 28 us, 1 x 1280 @ 1280 x 1000 177 -> 77 us; but
+#: 1 x 512 @ 512 x 512 14 -> 19 us.
+THREADED_GEMV_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_GEMV_MACS", 500_000))
 #: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
