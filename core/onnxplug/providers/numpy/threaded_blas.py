@@ -38,9 +38,9 @@ from onnxplug.providers.numpy.placement import PLACEMENT, cpu_mask
 SPIN_CYCLES_LOG2 = 21
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-_GEMM_SYMBOLS = {np.dtype(np.float32): ("scipy_cblas_sgemm", ctypes.c_float),
-                 np.dtype(np.float64): ("scipy_cblas_dgemm", ctypes.c_double)}
-_GEMV_SYMBOLS = {np.dtype(np.float32): "scipy_cblas_sgemv", np.dtype(np.float64): "scipy_cblas_dgemv"}
+#: Per dtype: the gemm and gemv symbols and the scalar type of their alpha and beta.
+_SYMBOLS = {np.dtype(np.float32): ("scipy_cblas_sgemm", "scipy_cblas_sgemv", ctypes.c_float),
+            np.dtype(np.float64): ("scipy_cblas_dgemm", "scipy_cblas_dgemv", ctypes.c_double)}
 
 
 class ThreadedBlas:
@@ -49,20 +49,17 @@ class ThreadedBlas:
     def __init__(self, lib: ctypes.CDLL) -> None:
         self._lib = lib
         self._gemm = {}
-        for dtype, (symbol, scalar) in _GEMM_SYMBOLS.items():
-            fn = getattr(lib, symbol)
-            i, p = ctypes.c_int, ctypes.c_void_p
-            fn.argtypes = [i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i]
-            fn.restype = None
-            self._gemm[dtype] = (fn, scalar(1), scalar(0))
         self._gemv = {}
-        for dtype, symbol in _GEMV_SYMBOLS.items():
-            fn = getattr(lib, symbol)
-            scalar = _GEMM_SYMBOLS[dtype][1]
-            i, p = ctypes.c_int, ctypes.c_void_p
-            fn.argtypes = [i, i, i, i, scalar, p, i, p, i, scalar, p, i]
-            fn.restype = None
-            self._gemv[dtype] = fn
+        i, p = ctypes.c_int, ctypes.c_void_p
+        for dtype, (gemm_symbol, gemv_symbol, scalar) in _SYMBOLS.items():
+            gemm = getattr(lib, gemm_symbol)
+            gemm.argtypes = [i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i]
+            gemm.restype = None
+            gemv = getattr(lib, gemv_symbol)
+            gemv.argtypes = [i, i, i, i, scalar, p, i, p, i, scalar, p, i]
+            gemv.restype = None
+            self._gemm[dtype] = (gemm, scalar(1), scalar(0))
+            self._gemv[dtype] = gemv
         lib.scipy_openblas_set_num_threads.argtypes = [ctypes.c_int]
         lib.scipy_openblas_set_num_threads.restype = None
         lib.scipy_openblas_get_num_threads.restype = ctypes.c_int
@@ -148,16 +145,18 @@ class ThreadedBlas:
         n = b.shape[1]
         if m == 1:  # out^T = b^T @ a^T: the matrix is b (k x n), the vector a's row
             matrix, (layout, ld), shape = b, layout_b, (k, n)
-            vector, inc_x, inc_y = a, a.strides[1], out.strides[1]
+            vector, step_x, step_y = a, a.strides[1], out.strides[1]
             op = _TRANS if layout == _NO_TRANS else _NO_TRANS
         else:  # out = a @ b: the matrix is a (m x k), the vector b's column
             matrix, (layout, ld), shape = a, layout_a, (m, k)
-            vector, inc_x, inc_y = b, b.strides[0], out.strides[0]
+            vector, step_x, step_y = b, b.strides[0], out.strides[0]
             op = layout
         rows, cols = shape if layout == _NO_TRANS else shape[::-1]  # as stored, row-major
-        inc_x = 1 if k == 1 else inc_x // item
-        inc_y = 1 if (n if m == 1 else m) == 1 else inc_y // item
-        if inc_x <= 0 or inc_y <= 0 or vector.strides[-1 if m == 1 else 0] % item:
+        if step_x % item or step_y % item:
+            return None
+        inc_x = 1 if k == 1 else step_x // item  # a vector of one element may have any stride
+        inc_y = 1 if out.size == 1 else step_y // item
+        if inc_x <= 0 or inc_y <= 0:
             return None
         PLACEMENT.before_handoff()
         self._gemv[a.dtype](_ROW_MAJOR, op, rows, cols, one, matrix.ctypes.data, ld, vector.ctypes.data,
