@@ -47,6 +47,29 @@ def test_gelu_saturates_exactly_and_keeps_nan_and_infinities():
     assert np.isnan(y[8]) and y[9] == 0.0
 
 
+def test_non_finite_values_inside_large_blocks_saturate_or_stay_nan():
+    """The table gather indexes with the clamped argument: NaN, infinities and huge values spread
+    through blocks of 128K values give NaN, x or 0, and their neighbours keep their values."""
+    rng = np.random.default_rng(13)
+    x = (3 * rng.standard_normal((300, 1024))).astype(np.float32)
+    finite = gelu_in_blocks(x, "none")
+    spots = rng.choice(x.size, 400, replace=False)
+    specials = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e38, -3e38, 6.0], np.float32)
+    x.reshape(-1)[spots] = specials[np.arange(spots.size) % specials.size]
+    with np.errstate(invalid="ignore", over="ignore"):  # as the executor runs kernels
+        y = gelu_in_blocks(x, "none").reshape(-1)
+    kind = np.arange(spots.size) % specials.size
+    assert np.isnan(y[spots[kind == 0]]).all()
+    assert np.isnan(y[spots[kind == 2]]).all()  # -inf * Phi(-inf) = -inf * 0
+    for k in (1, 3, 5, 7):  # far right of the table: Phi is exactly 1
+        np.testing.assert_array_equal(y[spots[kind == k]], specials[k])
+    for k in (4, 6):
+        np.testing.assert_array_equal(y[spots[kind == k]], 0.0)
+    untouched = np.ones(x.size, bool)
+    untouched[spots] = False
+    np.testing.assert_array_equal(y[untouched], finite.reshape(-1)[untouched])
+
+
 def test_gelu_of_the_bias_sum_equals_gelu_after_adding_and_leaves_x_alone():
     rng = np.random.default_rng(3)
     x = (3 * rng.standard_normal((5, 64))).astype(np.float32)
