@@ -68,6 +68,19 @@ class _TapGroup:
         self.phase, self.columns, self.first, self.step = phase, columns, first, step
 
 
+def column_tap_groups(kw: int, sw: int, dw: int) -> list[_TapGroup]:
+    """The kernel's columns grouped by the column phase they read. Column phase t holds padded
+    columns t, t + sw, ...; kernel column j reads phase (j*dw) % sw from column (j*dw) // sw on. At
+    stride 1 there is one phase: the padded image."""
+    groups = []
+    for t in range(sw):
+        cols = [j for j in range(kw) if j * dw % sw == t]
+        if cols:
+            firsts = [j * dw // sw for j in cols]
+            groups.append(_TapGroup(t, cols, firsts[0], firsts[1] - firsts[0] if len(cols) > 1 else 0))
+    return groups
+
+
 class DepthwiseWeights:
     """Per (weight, bias, output width): the taps' weights tiled over an output row, per tap group
     (kh, columns in the group, out_w * C), and the bias tiled likewise. Kept for the weight and
@@ -107,14 +120,7 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
         return None
     dtype = np.result_type(x.dtype, w.dtype)
     out = np.empty((n, oh, ow, c), dtype=dtype)
-    # Column phase t holds padded columns t, t + sw, ...; kernel column j reads phase (j*dw) % sw
-    # from column (j*dw) // sw on. At stride 1 there is one phase: the padded image.
-    groups = []
-    for t in range(sw):
-        cols = [j for j in range(kw) if j * dw % sw == t]
-        if cols:
-            firsts = [j * dw // sw for j in cols]
-            groups.append(_TapGroup(t, cols, firsts[0], firsts[1] - firsts[0] if len(cols) > 1 else 0))
+    groups = column_tap_groups(kw, sw, dw)
     pw = -(-wp // sw)  # columns per phase
     tiles, bias_row = weights.get(w, bias, ow, groups, dtype)
     row = pw * c  # values per phase row
@@ -241,7 +247,26 @@ def conv_dense_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strid
     return out
 
 
-def _add_bias_rows(y2: np.ndarray, bias_row: np.ndarray) -> None:
+class PointwiseWeights:
+    """Per (weight, bias): ``w`` (C_out, C_in, 1, 1...) as (C_in, C_out), then either [w; bias]
+    (C_in + 1, C_out) when the layer takes its bias in the product (``folds_bias``) or the bias
+    tiled BIAS_TILE times (see conv_1x1_nhwc). Kept for the weight and bias objects last seen."""
+
+    def __init__(self) -> None:
+        self._cached: tuple[object, object, tuple] | None = None
+
+    def get(self, w: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(weights (C_in, C_out), tiled bias row or None, augmented weights or None)."""
+        cached = self._cached
+        if cached is None or cached[0] is not w or cached[1] is not b:
+            wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
+            augmented = np.concatenate([wt, b[None, :]]) if b is not None and folds_bias(*wt.shape) else None
+            row = None if b is None or augmented is not None else np.tile(b, BIAS_TILE)
+            cached = self._cached = (w, b, (wt, row, augmented))
+        return cached[2]
+
+
+def add_bias_rows(y2: np.ndarray, bias_row: np.ndarray) -> None:
     """``y2`` (pixels, C_out) += bias, through rows of BIAS_TILE pixels where they are whole (a
     long operand: ~2x faster than broadcasting C_out values)."""
     m, cout = y2.shape
@@ -327,7 +352,7 @@ def _pointwise(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, bias_row: np.nd
     else:
         product(np.ascontiguousarray(src).reshape(pixels, cin), wt, out=y2)
         if bias_row is not None:
-            _add_bias_rows(y2, bias_row)
+            add_bias_rows(y2, bias_row)
 
 
 def folds_bias(cin: int, cout: int) -> bool:

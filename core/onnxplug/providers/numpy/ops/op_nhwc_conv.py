@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
-from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, FAST_DTYPES, DenseWeights, DepthwiseWeights,
-                                                         conv_1x1_nhwc, conv_dense_nhwc, depthwise_nhwc, folds_bias,
-                                                         to_first, to_last)
+from onnxplug.providers.numpy.ops._channels_last import (FAST_DTYPES, DenseWeights, DepthwiseWeights,
+                                                         PointwiseWeights, conv_1x1_nhwc, conv_dense_nhwc,
+                                                         depthwise_nhwc, to_first, to_last)
 from onnxplug.providers.numpy.ops.op_conv import Conv
 from onnxplug.providers.numpy.ops.op_fused_conv import FusedConv, ResidualActivation
 from onnxplug.providers.numpy.registry import op
@@ -22,20 +22,7 @@ class _ChannelsLast:
     def setup(self) -> None:
         self.depthwise_weights = DepthwiseWeights()
         self.dense_weights = DenseWeights()
-        self._pointwise: tuple[object, object, tuple] | None = None
-
-    def pointwise_weights(self, w: np.ndarray, b: np.ndarray | None
-                          ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """``w`` (C_out, C_in, 1, 1...) as (C_in, C_out), then either [w; bias] (C_in + 1, C_out)
-        when the layer takes its bias in the product (``folds_bias``) or the tiled bias row, kept
-        for the weight and bias objects last seen."""
-        cached = self._pointwise
-        if cached is None or cached[0] is not w or cached[1] is not b:
-            wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
-            augmented = np.concatenate([wt, b[None, :]]) if b is not None and folds_bias(*wt.shape) else None
-            row = None if b is None or augmented is not None else np.tile(b, BIAS_TILE)
-            cached = self._pointwise = (w, b, (wt, row, augmented))
-        return cached[2]
+        self.pointwise_weights = PointwiseWeights()
 
     def fast(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, z: np.ndarray | None,
              activation: str, params: list[float]) -> np.ndarray | None:
@@ -63,7 +50,7 @@ class _ChannelsLast:
             return depthwise_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.depthwise_weights)
         if dense:
             return conv_dense_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.dense_weights)
-        wt, bias_row, augmented = self.pointwise_weights(w, b)
+        wt, bias_row, augmented = self.pointwise_weights.get(w, b)
         return conv_1x1_nhwc(x, wt, bias_row, strides, epilogue, augmented)
 
 
