@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug as ort
+from onnxplug.optimizer.passes import inverted_bottleneck_fusion
 from onnxplug.providers.numpy.ops import _channels_last
 from onnxplug.testing.model_suite import build, sample_inputs
 from tests.numpy_provider.test_depthwise_conv import CASES
@@ -123,7 +124,9 @@ def _separable(x_shape, expand: int, stride: int, pointwise_attrs: dict, pool: b
 @pytest.mark.parametrize("pool", [False, True], ids=["conv out", "pooled"])
 def test_separable_block_runs_channels_last_and_matches(tmp_path, monkeypatch, stride, pointwise_attrs, fast, pool):
     """A MobileNet block: one channels-last region from the first 1x1 to the pool, one Transpose
-    at each end. A padded 1x1 (no fast path) runs the NCHW kernel between transposes."""
+    at each end. A padded 1x1 (no fast path) runs the NCHW kernel between transposes. (The three
+    convolutions as separate kernels: test_inverted_bottleneck.py covers them fused.)"""
+    monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
     fast_calls = []
     real = _channels_last.conv_1x1_nhwc
     monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
@@ -159,9 +162,10 @@ def test_pointwise_bias_in_the_product_matches(tmp_path, monkeypatch, poisoned_s
 
 
 @pytest.mark.parametrize("images", [1, 3])
-def test_large_layers_split_over_the_product_threads(tmp_path, parallel_for_calls, images):
+def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, parallel_for_calls, images):
     """Large enough work (here: a wide layer, batch 3) runs images or row blocks on both product
-    threads; values still match."""
+    threads; values still match. (Separate kernels, not the fused block.)"""
+    monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
     splits = parallel_for_calls(_channels_last)
     proto = _separable((images, 32, 56, 56), 6, 1, {}, False)
     ours, expected, counts = _run_both(proto, {"x": f32(images, 32, 56, 56)}, tmp_path)
@@ -215,15 +219,19 @@ def test_reused_scratch_contents_never_reach_outputs(tmp_path, poisoned_scratch)
 
 def test_mobilenet_runs_channels_last_and_resnet_does_not(tmp_path):
     """MobileNetV2: every convolution (the 3-channel stem, the depthwise and 1x1 layers) and the
-    pool channels-last, with one Transpose in (before the stem) and one out; the saved optimized model (function bodies for the nhwc
-    ops) runs in onnxruntime with the same outputs. ResNet-18 has no depthwise layer: all NCHW."""
+    pool channels-last, with one Transpose in (before the stem) and one out, each of its 16
+    inverted residual blocks one InvertedBottleneck; the saved optimized model (function bodies for
+    the nhwc ops) runs in onnxruntime with the same outputs. ResNet-18 has no depthwise layer: all
+    NCHW."""
     feeds = sample_inputs("mobilenetv2", batch=2)
     proto = build("mobilenetv2")
     ours, expected, counts = _run_both(proto, feeds, tmp_path)
     _assert_close(ours, expected)
     convs = Counter(n.op_type for n in proto.graph.node)["Conv"]
     assert counts[":Transpose"] == 2, counts
-    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == convs, counts
+    blocks = counts["com.onnxplug.nhwc:InvertedBottleneck"]
+    assert blocks == 16, counts
+    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] + 3 * blocks == convs, counts
     assert counts["com.onnxplug.nhwc:GlobalAveragePool"] == 1, counts
     saved = onnxruntime.InferenceSession(str(tmp_path / "optimized.onnx"), providers=["CPUExecutionProvider"])
     _assert_close(saved.run(None, feeds), expected)

@@ -25,6 +25,7 @@ from onnxplug.optimizer.fused_ops import (
     FUSED_GEMM,
     FUSED_MATMUL,
     GELU,
+    INVERTED_BOTTLENECK,
     LAYER_NORM,
     MULTI_HEAD_ATTENTION,
     NHWC_DOMAIN,
@@ -68,9 +69,10 @@ class _Body:
         return self.op("ReduceMean", [x], axes=axes, keepdims=1)
 
 
-def _activation(b: _Body, y: str, node: Node, out: str) -> None:
-    name = node.attr("activation", "")
-    params = [float(p) for p in node.attr("activation_params", []) or []]
+def _activation(b: _Body, y: str, node: Node, out: str, prefix: str = "") -> None:
+    """``out = activation(y)`` for the node's ``{prefix}activation`` and its parameters."""
+    name = node.attr(f"{prefix}activation", "")
+    params = [float(p) for p in node.attr(f"{prefix}activation_params", []) or []]
     if not name:
         b.op("Identity", [y], out)
     elif name == "LeakyRelu":
@@ -232,9 +234,30 @@ def _channels_last(b: _Body, node: Node, ins: list[str], outs: list[str], rank: 
     return True
 
 
+def _inverted_bottleneck(b: _Body, node: Node, ins: list[str], outs: list[str], rank: int | None) -> bool:
+    """NHWC in and out: transpose in, 1x1 Conv, depthwise Conv, 1x1 Conv (+ residual), each with
+    its activation, transpose out."""
+    if rank != 4:
+        return False
+    x = b.op("Transpose", [ins[0]], perm=channels_first_perm(rank))
+    _activation(b, b.op("Conv", [x] + [i for i in ins[1:3] if i]), node, "expanded", "expand_")
+    depthwise = b.op("Conv", ["expanded"] + [i for i in ins[3:5] if i], group=int(node.attr("group")),
+                     strides=list(node.attr("strides")), pads=list(node.attr("pads")), kernel_shape=[3, 3])
+    _activation(b, depthwise, node, "filtered", "depthwise_")
+    y = b.op("Conv", ["filtered"] + [i for i in ins[5:7] if i])
+    if len(ins) > 7 and ins[7]:
+        y = b.op("Add", [y, b.op("Transpose", [ins[7]], perm=channels_first_perm(rank))])
+    _activation(b, y, node, "nchw_out")
+    b.op("Transpose", ["nchw_out"], outs[0], perm=channels_last_perm(rank))
+    return True
+
+
 def _function_for(graph: Graph, node: Node, opset: int) -> onnx.FunctionProto | None:
-    builder = _channels_last if node.domain == NHWC_DOMAIN else (
-        _BUILDERS.get(node.op_type) if node.domain == OWN_DOMAIN else None)
+    if node.domain == NHWC_DOMAIN and node.op_type == INVERTED_BOTTLENECK:
+        builder: BodyBuilder | None = _inverted_bottleneck
+    else:
+        builder = _channels_last if node.domain == NHWC_DOMAIN else (
+            _BUILDERS.get(node.op_type) if node.domain == OWN_DOMAIN else None)
     if builder is None:
         return None
     t = graph.type_of(node.inputs[0]) if node.inputs and node.inputs[0] else None

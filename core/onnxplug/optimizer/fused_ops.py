@@ -27,6 +27,8 @@ BIAS_GELU = "BiasGelu"
 LAYER_NORM = "LayerNormalization"
 SKIP_LAYER_NORM = "SkipLayerNormalization"
 MULTI_HEAD_ATTENTION = "MultiHeadAttention"
+#: Of ``com.onnxplug.nhwc`` only: an expansion, depthwise and projection chain (channels-last).
+INVERTED_BOTTLENECK = "InvertedBottleneck"
 
 #: Every op of ``com.onnxplug`` the built-in passes create.
 FUSED_OP_TYPES = (FUSED_CONV, FUSED_GEMM, FUSED_MATMUL, GELU, BIAS_GELU, LAYER_NORM,

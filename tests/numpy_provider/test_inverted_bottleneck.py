@@ -1,0 +1,150 @@
+"""MobileNetV2's inverted residual block fused into com.onnxplug.nhwc InvertedBottleneck
+(optimizer/passes/inverted_bottleneck_fusion.py, ops/_bottleneck.py): which chains fuse, and the
+fused kernel (in bands of output rows, or as its three kernels on small outputs) against
+onnxruntime on the original NCHW model, including the saved optimized model's function body."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxplug as ort
+from onnxplug.providers.numpy.ops import _bottleneck
+
+RNG = np.random.default_rng(21)
+F = TensorProto.FLOAT
+
+
+def f32(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return np.asarray(RNG.standard_normal(shape) * scale, dtype=np.float32)
+
+
+def _activation(nodes: list, inits: dict, name: str, value: str, out: str) -> None:
+    if name == "relu6":
+        inits["lo"], inits["hi"] = np.array(0, np.float32), np.array(6, np.float32)
+        nodes.append(helper.make_node("Clip", [value, "lo", "hi"], [out]))
+    elif name:
+        nodes.append(helper.make_node(name, [value], [out]))
+    else:
+        nodes.append(helper.make_node("Identity", [value], [out]))
+
+
+def _block(x_shape, expand: int, out_channels: int, stride: int, acts=("relu6", "relu6", ""),
+           biases=(True, True, True), residual: bool = False, kernel: int = 3, pads: int = 1,
+           share_expanded: bool = False) -> onnx.ModelProto:
+    """1x1 expansion -> kxk depthwise (stride, pads) -> 1x1 projection [+ x] [-> activation], NCHW."""
+    n, c, h, w = x_shape
+    wide = c * expand
+    inits = {"we": f32(wide, c, 1, 1, scale=0.4), "wd": f32(wide, 1, kernel, kernel, scale=0.4),
+             "wp": f32(out_channels, wide, 1, 1, scale=0.3)}
+    for key, size, present in (("be", wide, biases[0]), ("bd", wide, biases[1]), ("bp", out_channels, biases[2])):
+        if present:
+            inits[key] = f32(size, scale=0.5)
+    nodes = [helper.make_node("Conv", ["x", "we"] + (["be"] if biases[0] else []), ["e"])]
+    _activation(nodes, inits, acts[0], "e", "ea")
+    nodes.append(helper.make_node("Conv", ["ea", "wd"] + (["bd"] if biases[1] else []), ["d"], group=wide,
+                                  strides=[stride, stride], pads=[pads] * 4))
+    _activation(nodes, inits, acts[1], "d", "da")
+    nodes.append(helper.make_node("Conv", ["da", "wp"] + (["bp"] if biases[2] else []), ["p"]))
+    last = "p"
+    if residual:
+        nodes.append(helper.make_node("Add", ["p", "x"], ["s"]))
+        last = "s"
+    _activation(nodes, inits, acts[2], last, "y")
+    outputs = [helper.make_tensor_value_info("y", F, None)]
+    if share_expanded:  # the expanded tensor is also a model output
+        outputs.append(helper.make_tensor_value_info("ea", F, None))
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", F, list(x_shape))], outputs,
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def _run(proto: onnx.ModelProto, x: np.ndarray, tmp_path) -> Counter:
+    """Runs ours (default optimization, the optimized model saved) against onnxruntime on the
+    original model and on the saved one; returns the saved model's op counts."""
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ours = ort.InferenceSession(proto.SerializeToString(), so, providers=["numpy"]).run(None, {"x": x})
+    expected = onnxruntime.InferenceSession(proto.SerializeToString(),
+                                            providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    saved = onnxruntime.InferenceSession(so.optimized_model_filepath,
+                                         providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for got, from_saved, want in zip(ours, saved, expected):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(from_saved, want, rtol=1e-4, atol=1e-4)
+    return Counter(f"{n.domain}:{n.op_type}" for n in onnx.load(so.optimized_model_filepath).graph.node)
+
+
+# (x shape, expansion, output channels, stride, activations, biases, residual): outputs of 14 x 14
+# and more run in bands, smaller ones as the three kernels
+BLOCKS = [
+    ((1, 8, 28, 28), 6, 8, 1, ("relu6", "relu6", ""), (True, True, True), True),
+    ((2, 8, 28, 28), 6, 12, 2, ("relu6", "relu6", ""), (True, True, True), False),
+    ((1, 6, 29, 31), 4, 10, 2, ("Relu", "relu6", "Relu"), (True, False, True), False),  # odd sizes
+    ((3, 5, 15, 17), 3, 5, 1, ("", "Relu", ""), (False, True, False), True),
+    ((2, 4, 30, 16), 5, 7, 1, ("Sigmoid", "Tanh", "relu6"), (True, True, False), False),
+    ((2, 8, 9, 9), 6, 8, 1, ("relu6", "relu6", ""), (True, True, True), True),  # 81 outputs: three kernels
+    ((1, 8, 10, 12), 6, 16, 2, ("relu6", "relu6", ""), (True, True, True), False),
+]
+
+
+@pytest.mark.parametrize("x_shape,expand,cout,stride,acts,biases,residual", BLOCKS)
+def test_fused_block_matches_onnxruntime(tmp_path, poisoned_scratch, x_shape, expand, cout, stride, acts,
+                                         biases, residual):
+    """Each block becomes one InvertedBottleneck between Transposes (the residual input has its
+    own); with NaN-poisoned scratch its values match onnxruntime's, and so do the saved model's
+    (the op's function body)."""
+    proto = _block(x_shape, expand, cout, stride, acts, biases, residual)
+    counts = _run(proto, f32(*x_shape), tmp_path)
+    assert counts["com.onnxplug.nhwc:InvertedBottleneck"] == 1, counts
+    assert counts[":Transpose"] == 2 + residual and sum(counts.values()) == 3 + residual, counts
+
+
+@pytest.mark.parametrize("band_bytes", [1, 20_000, 1 << 30])
+@pytest.mark.parametrize("images", [1, 2, 5])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_calls, band_bytes, images, stride):
+    """Bands of one output row, of a few rows and of the whole image, in units of one band (one
+    image) or of a whole image (enough images for both threads), shared over two product threads
+    once the work is large: every output row matches onnxruntime."""
+    from onnxplug.providers.numpy import blas
+
+    monkeypatch.setattr(_bottleneck, "BAND_BYTES", band_bytes)
+    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 100_000)
+    monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    shared = parallel_for_calls(_bottleneck)
+    x_shape = (images, 6, 30, 28)
+    proto = _block(x_shape, 4, 6, stride, residual=stride == 1)
+    _run(proto, f32(*x_shape), tmp_path)
+    out_rows = (30 - 1) // stride + 1
+    rows = max(1, min(out_rows, band_bytes // (stride * 28 * 24 * 4)))
+    bands = -(-out_rows // rows)
+    units = images if images >= 4 else images * bands
+    assert shared == [(units, units > 1)], shared
+
+
+@pytest.mark.parametrize("change", ["5x5 depthwise", "no pads", "expanded tensor is an output", "stride 3"])
+def test_other_chains_stay_three_convolutions(tmp_path, change):
+    """Chains the fused kernel does not implement stay separate channels-last convolutions."""
+    kwargs = {"5x5 depthwise": dict(kernel=5, pads=2), "no pads": dict(pads=0),
+              "expanded tensor is an output": dict(share_expanded=True), "stride 3": dict(stride=3)}[change]
+    args = dict(x_shape=(1, 4, 20, 20), expand=4, out_channels=4, stride=1) | kwargs
+    counts = _run(_block(**args), f32(1, 4, 20, 20), tmp_path)
+    assert counts["com.onnxplug.nhwc:InvertedBottleneck"] == 0, counts
+    assert counts["com.onnxplug.nhwc:FusedConv"] + counts["com.onnxplug.nhwc:Conv"] == 3, counts
+
+
+def test_the_fusion_switch_leaves_the_chain_alone(tmp_path, monkeypatch):
+    from onnxplug.optimizer.passes import inverted_bottleneck_fusion
+
+    monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
+    counts = _run(_block((1, 4, 20, 20), 4, 4, 1), f32(1, 4, 20, 20), tmp_path)
+    assert counts["com.onnxplug.nhwc:InvertedBottleneck"] == 0, counts
