@@ -3,7 +3,8 @@ block, each conv with its activation, the last with its residual) -> one
 com.onnxplug.nhwc InvertedBottleneck, when the provider of those nodes can run it.
 
 The fused kernel works on bands of output rows: the expanded tensor, the widest of the block (six
-times the input's channels at full resolution), then never leaves the cache (docs/fused-ops.md).
+times the input's channels at full resolution), is then used band by band as it is made instead
+of going through memory whole (docs/fused-ops.md).
 Runs after the layout passes, on the NHWC convolutions they leave next to each other.
 """
 

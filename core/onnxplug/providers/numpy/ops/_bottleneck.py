@@ -8,15 +8,16 @@ its activation, copied into the depthwise layer's padded scratch, read from ther
 cores compete for that bandwidth. Here each unit (an image's band
 of output rows) expands just the input rows its band reads straight into the depthwise layer's
 padded, column-phased scratch, filters them (``np.einsum`` over shifted runs, as
-``depthwise_nhwc``) and projects the result into the output: the wide tensor stays in the cache.
+``depthwise_nhwc``) and projects the result into the output: each band of the wide tensor is used
+right after it is made, instead of the whole tensor going through memory.
 
 Measured in MobileNetV2 (Intel Xeon, 2 vCPUs), against the same blocks as three kernels (this op
 with ``MIN_FUSED_OUTPUTS`` raised), rotating blocks of 3 runs with onnxruntime and 0.3 s pauses:
 the whole model 0.952 at batch 1 (quartiles 0.910-0.990, 30 rounds) and 0.958 at batch 8
-(0.928-0.988, 12 rounds); per block at batch 8 (profile) the 28 x 28 and 14 x 14 ones took
-0.72-0.89 of the three kernels' time, the two largest 0.90-1.00. Blocks with smaller outputs
-gained nothing in a standalone sweep (their tensors fit the cache anyway) and lose their threaded
-products, so they run as the three kernels one after another (``MIN_FUSED_OUTPUTS``).
+(0.928-0.988, 12 rounds), with 1 MB bands; per block at batch 8 (profile) the 28 x 28 and 14 x 14
+ones took 0.72-0.89 of the three kernels' time, the two largest 0.90-1.00. Blocks with smaller
+outputs gained nothing in a standalone sweep (their tensors fit the cache anyway) and lose their
+threaded products, so they run as the three kernels one after another (``MIN_FUSED_OUTPUTS``).
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, DepthwiseWei
 from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 from onnxplug.providers.numpy.ops.op_fused_conv import ResidualActivation
 
-#: Bytes of the expanded rows of one unit (a band of an image's output rows): about half of a
-#: core's L2 cache, so the expanded rows, the filtered ones and the weights stay in it.
-BAND_BYTES = 1 << 20
+#: Bytes of the expanded rows of one unit (a band of an image's output rows). Each band expands
+#: one or two rows more than it filters and makes ~25 numpy calls, so small bands cost: MobileNetV2
+#: paired at batch 8 / 1, 1 MB against 512 KB bands 0.820 / 0.937, 2 MB against 1 MB 0.95 / 0.99,
+#: 4 MB against 2 MB 0.98 / 0.98 (within the noise: quartiles 0.90-1.05 and 0.91-1.10).
+BAND_BYTES = 2 << 20
 #: Output positions per image below which the block runs as its three kernels.
 MIN_FUSED_OUTPUTS = 196
 
