@@ -36,7 +36,7 @@ def _activation(nodes: list, inits: dict, name: str, value: str, out: str) -> No
 
 def _block(x_shape, expand: int, out_channels: int, stride: int, acts=("relu6", "relu6", ""),
            biases=(True, True, True), residual: bool = False, kernel: int = 3, pads: int = 1,
-           share_expanded: bool = False) -> onnx.ModelProto:
+           share_expanded: bool = False, dtype=np.float32) -> onnx.ModelProto:
     """1x1 expansion -> kxk depthwise (stride, pads) -> 1x1 projection [+ x] [-> activation], NCHW."""
     n, c, h, w = x_shape
     wide = c * expand
@@ -59,8 +59,11 @@ def _block(x_shape, expand: int, out_channels: int, stride: int, acts=("relu6", 
     outputs = [helper.make_tensor_value_info("y", F, None)]
     if share_expanded:  # the expanded tensor is also a model output
         outputs.append(helper.make_tensor_value_info("ea", F, None))
-    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", F, list(x_shape))], outputs,
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    for value in outputs:
+        value.type.tensor_type.elem_type = elem
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", elem, list(x_shape))], outputs,
+                              [numpy_helper.from_array(v.astype(dtype), k) for k, v in inits.items()])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
@@ -106,6 +109,22 @@ def test_fused_block_matches_onnxruntime(tmp_path, poisoned_scratch, x_shape, ex
     counts = _run(proto, f32(*x_shape), tmp_path)
     assert counts["com.onnxplug.nhwc:InvertedBottleneck"] == 1, counts
     assert counts[":Transpose"] == 2 + residual and sum(counts.values()) == 3 + residual, counts
+
+
+@pytest.mark.parametrize("x_shape,stride", [((2, 4, 18, 15), 1), ((1, 4, 30, 29), 2)])
+def test_double_blocks_match_the_onnx_reference(x_shape, stride):
+    """float64 blocks fuse and run in bands too (onnxruntime has no double Conv: onnx.reference is
+    the oracle)."""
+    from onnx.reference import ReferenceEvaluator
+
+    proto = _block(x_shape, 4, 4, stride, residual=stride == 1, dtype=np.float64)
+    x = RNG.standard_normal(x_shape)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["numpy"])
+    assert [a.op_type for a in sess.get_node_assignments()].count("InvertedBottleneck") == 1
+    (got,) = sess.run(None, {"x": x})
+    (want,) = ReferenceEvaluator(proto).run(None, {"x": x})
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("band_bytes", [1, 20_000, 1 << 30])
