@@ -167,3 +167,27 @@ def test_the_fusion_switch_leaves_the_chain_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
     counts = _run(_block((1, 4, 20, 20), 4, 4, 1), f32(1, 4, 20, 20), tmp_path)
     assert counts["com.onnxplug.nhwc:InvertedBottleneck"] == 0, counts
+
+
+def test_concurrent_runs_of_one_session_equal_serial_ones():
+    """Four threads running one session (banded blocks, units on the product threads, per-thread
+    scratch) get, bit for bit, what serial runs got."""
+    import threading
+
+    proto = _block((3, 8, 28, 28), 6, 8, 1, residual=True)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["numpy"])
+    inputs = [f32(3, 8, 28, 28) for _ in range(4)]
+    serial = [sess.run(None, {"x": x})[0] for x in inputs]
+    mismatches: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(10):
+            if not np.array_equal(sess.run(None, {"x": inputs[k]})[0], serial[k]):
+                mismatches.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not mismatches
