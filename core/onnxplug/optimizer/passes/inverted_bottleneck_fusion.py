@@ -21,6 +21,7 @@ from onnxplug.options import GraphOptimizationLevel
 ENABLED = True
 
 _CONVS = ("Conv", "FusedConv")
+_FLOATS = ("float32", "float64")
 #: FusedConv's residual input.
 _RESIDUAL = 3
 
@@ -38,7 +39,9 @@ def _conv(index: GraphIndex, node: Node | None, kernel: tuple[int, int], residua
         return False
     if len(node.inputs) > 2 and node.inputs[2] and index.constant(node.inputs[2]) is None:
         return False
-    if node.attr("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET") or any(d != 1 for d in node.attr("dilations", [1, 1])):
+    if node.attr("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
+        return False
+    if any(d != 1 for d in node.attr("dilations", [1, 1])):
         return False
     return node.op_type == "Conv" or node.attr("activation", "") in ("", *ACTIVATION_DEFAULTS)
 
@@ -59,6 +62,7 @@ def _depthwise(index: GraphIndex, node: Node | None, channels: int) -> bool:
 
 
 def _activation(node: Node) -> tuple[str, list[float] | None]:
+    """The node's activation and its parameters (none for a plain Conv)."""
     if node.op_type == "Conv":
         return "", None
     return node.attr("activation", ""), list(node.attr("activation_params", []) or []) or None
@@ -72,19 +76,19 @@ class InvertedBottleneckFusion(GraphRewritePass):
     order = 30  # after TransposeOptimization has joined the NHWC convolutions
 
     def rewrite(self, index: GraphIndex, context: RewriteContext) -> dict[str, int]:
-        # the Transposes TransposeOptimization cancelled are still there, reading the convolutions'
-        # outputs: sweep them first (the manager's final sweep would)
         if not ENABLED:
             return {}
+        # the Transposes TransposeOptimization cancelled are still there, reading the convolutions'
+        # outputs: sweep them first (the manager's final sweep would)
         counts = DeadNodeElimination().rewrite(index, context)
         fused = 0
         for expand in list(index.graph.nodes):
             if not _pointwise(index, expand, False):
                 continue
-            x_type = index.dtype_of(expand.inputs[0]), index.shape_of(expand.inputs[0])
-            if x_type[0] is None or str(x_type[0]) not in ("float32", "float64") or x_type[1] is None \
-                    or len(x_type[1]) != 4 or not all(isinstance(d, int) for d in x_type[1][1:]):
-                continue
+            dtype, shape = index.dtype_of(expand.inputs[0]), index.shape_of(expand.inputs[0])
+            if str(dtype) not in _FLOATS or shape is None or len(shape) != 4 \
+                    or not all(isinstance(d, int) for d in shape[1:]):
+                continue  # the kernel's dtypes, and known image sizes and channels
             channels = index.constant(expand.inputs[1]).shape[0]
             depthwise = index.only_consumer(expand.outputs[0])
             if not _depthwise(index, depthwise, channels) or depthwise.inputs[0] != expand.outputs[0]:
