@@ -94,6 +94,7 @@ BLOCKS = [
     ((1, 6, 29, 31), 4, 10, 2, ("Relu", "relu6", "Relu"), (True, False, True), False),  # odd sizes
     ((3, 5, 15, 17), 3, 5, 1, ("", "Relu", ""), (False, True, False), True),
     ((2, 4, 30, 16), 5, 7, 1, ("Sigmoid", "Tanh", "relu6"), (True, True, False), False),
+    ((1, 4, 20, 20), 1, 9, 1, ("relu6", "relu6", ""), (True, True, True), False),  # projection widens
     ((2, 8, 9, 9), 6, 8, 1, ("relu6", "relu6", ""), (True, True, True), True),  # 81 outputs: three kernels
     ((1, 8, 10, 12), 6, 16, 2, ("relu6", "relu6", ""), (True, True, True), False),
 ]

@@ -107,8 +107,9 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     dtype = x.dtype
     expand_act, depthwise_act = activations
     w_expand = weights.expand.get(w1, b1)[0]  # (C_in, C_e); biases are added per band
-    w_project = weights.project.get(w3, b3)[0]
-    project_row = None if b3 is None else weights.bias_row(b3, BIAS_TILE)
+    w_project, project_row, folded = weights.project.get(w3, b3)
+    if folded is not None:  # laid out to ride in the product (C_out >= 2 C_e): added per band here
+        project_row = weights.bias_row(b3, BIAS_TILE)
     groups = column_tap_groups(3, s, 1)
     tiles, filter_row = weights.depthwise.get(w2, b2, ow, groups, dtype)
     pw = -(-(wd + 2) // s)  # columns of a column phase, pads included
