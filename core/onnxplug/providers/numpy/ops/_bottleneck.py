@@ -25,12 +25,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, DepthwiseWeights, PointwiseWeights,
                                                          add_bias_rows, column_tap_groups, conv_1x1_nhwc,
-                                                         depthwise_nhwc)
+                                                         depthwise_nhwc, sum_taps)
 from onnxplug.providers.numpy.ops._scratch import ThreadScratch
 from onnxplug.providers.numpy.ops.op_fused_conv import ResidualActivation
 
@@ -122,7 +121,6 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     bands = -(-oh // rows)
     span = (rows - 1) * s + 3  # padded rows a full band reads
     row = pw * ce
-    it = dtype.itemsize
     out = np.empty((n, oh, ow, cout), dtype=dtype)
 
     def unit(u: int) -> None:
@@ -156,12 +154,7 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
                 flat = dst.reshape(b - a, (hi - lo) * ce)  # rows of contiguous runs: a view
                 flat += weights.bias_row(b1, hi - lo)
             expand_act(dst)
-        for k, g in enumerate(groups):
-            view = as_strided(padded[g.phase].reshape(-1)[g.first * ce:], shape=(3, len(g.columns), nr, ow * ce),
-                              strides=(row * it, g.step * ce * it, s * row * it, it))
-            np.einsum("abij,abj->ij", view, tiles[k], out=filtered if k == 0 else part)
-            if k:
-                filtered += part
+        sum_taps(padded, groups, tiles, s, 1, filtered, part)
         if filter_row is not None:
             filtered += filter_row
         depthwise_act(filtered)

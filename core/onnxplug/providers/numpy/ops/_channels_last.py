@@ -81,6 +81,24 @@ def column_tap_groups(kw: int, sw: int, dw: int) -> list[_TapGroup]:
     return groups
 
 
+def sum_taps(phases: np.ndarray, groups: list[_TapGroup], tiles: list[np.ndarray], row_stride: int,
+             row_dilation: int, target: np.ndarray, part: np.ndarray | None) -> None:
+    """``target`` (output rows, OW * C) = a depthwise layer's sum over its taps, read in place from
+    ``phases`` (column phase, padded rows, phase columns, C; each phase contiguous): one einsum per
+    tap group (``tiles`` from DepthwiseWeights). ``part``, of target's shape, takes the groups after
+    the first."""
+    kh = tiles[0].shape[0]
+    rows, width = target.shape
+    c, item = phases.shape[-1], phases.itemsize
+    row = phases.shape[2] * c
+    for k, g in enumerate(groups):
+        view = as_strided(phases[g.phase].reshape(-1)[g.first * c:], shape=(kh, len(g.columns), rows, width),
+                          strides=(row_dilation * row * item, g.step * c * item, row_stride * row * item, item))
+        np.einsum("abij,abj->ij", view, tiles[k], out=target if k == 0 else part)
+        if k:
+            target += part
+
+
 class DepthwiseWeights:
     """Per (weight, bias, output width): the taps' weights tiled over an output row, per tap group
     (kh, columns in the group, out_w * C), and the bias tiled likewise. Kept for the weight and
@@ -124,7 +142,6 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
     pw = -(-wp // sw)  # columns per phase
     tiles, bias_row = weights.get(w, bias, ow, groups, dtype)
     row = pw * c  # values per phase row
-    item = np.dtype(dtype).itemsize
 
     def image(i: int) -> None:
         scratch = _scratch(dtype, sw * hp * row + (oh * ow * c if len(groups) > 1 else 0))
@@ -142,17 +159,9 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
                 start = sw * lo + t - pl
                 phases[t, pt:pt + h, lo:hi] = x[i, :, start:start + sw * (hi - lo - 1) + 1:sw]
         target = out[i].reshape(oh, ow * c)
-        for k, g in enumerate(groups):
-            # reads stay inside the phase: rows up to (oh-1)*sh + (kh-1)*dh < hp, likewise columns
-            view = as_strided(phases[g.phase].reshape(-1)[g.first * c:],
-                              shape=(kh, len(g.columns), oh, ow * c),
-                              strides=(dh * row * item, g.step * c * item, sh * row * item, item))
-            if k == 0:
-                np.einsum("abij,abj->ij", view, tiles[k], out=target)
-            else:
-                part = scratch[sw * hp * row:].reshape(oh, ow * c)
-                np.einsum("abij,abj->ij", view, tiles[k], out=part)
-                target += part
+        # reads stay inside the phase: rows up to (oh-1)*sh + (kh-1)*dh < hp, likewise columns
+        part = scratch[sw * hp * row:].reshape(oh, ow * c) if len(groups) > 1 else None
+        sum_taps(phases, groups, tiles, sh, dh, target, part)
         if bias_row is not None:
             target += bias_row  # a row-long operand: ~2x faster than broadcasting C values
         if epilogue is not None:
