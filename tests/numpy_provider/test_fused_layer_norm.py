@@ -78,19 +78,21 @@ def test_skip_layer_norm_takes_each_runs_vectors():
     model = _model("SkipLayerNormalization", "com.onnxplug", feeds, ["y"], epsilon=1e-5)
     session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
     for _ in range(3):
-        expected = ort_outputs(_model("SkipLayerNormalization", "com.microsoft", feeds, ["y"], epsilon=1e-5), feeds)
-        np.testing.assert_allclose(session.run(None, feeds)[0], expected[0], rtol=1e-5, atol=2e-6)
+        reference = _model("SkipLayerNormalization", "com.microsoft", feeds, ["y"], epsilon=1e-5)
+        np.testing.assert_allclose(session.run(None, feeds)[0], ort_outputs(reference, feeds)[0], rtol=1e-5, atol=2e-6)
         feeds = {**feeds, "gamma": feeds["gamma"] * 1.5, "beta": feeds["beta"] - 0.3, "bias": -feeds["bias"]}
 
 
 def test_skip_layer_norm_without_beta():
     feeds = _skip_feeds((3, 200, 384), np.float32, True)
     del feeds["beta"]
-    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(value.shape)) for name, value in feeds.items()]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(value.shape))
+              for name, value in feeds.items()]
     node = helper.make_node("SkipLayerNormalization", ["x", "skip", "gamma", "", "bias"], ["y"],
                             domain="com.onnxplug", epsilon=1e-5)
-    model = helper.make_model(helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
-                              ir_version=9, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.onnxplug", 1)])
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opsetid("", 17),
+                                                                  helper.make_opsetid("com.onnxplug", 1)])
     (y,) = _ours(model, feeds)
     total = (feeds["x"] + feeds["skip"] + feeds["bias"]).astype(np.float64)
     centered = total - total.mean(-1, keepdims=True)

@@ -1,4 +1,5 @@
-"""The float32 GELU (x Phi(x), Phi through tanh of a fitted logit) against math.erf, onnxruntime and its edges."""
+"""The float32 GELU (x Phi(x), Phi through tanh of a fitted logit) against math.erf, onnxruntime
+and its edges."""
 
 from __future__ import annotations
 
