@@ -38,6 +38,7 @@ def test_fitted_logit_is_positive_and_increasing_so_tails_saturate():
     x = np.concatenate([np.linspace(0, 60, 600_001), np.geomspace(61, 1e19, 1000)])
     p = np.polynomial.polynomial.polyval(x * x, _LOGIT_PHI)
     assert (p > 0).all()
+    assert (np.diff(p) > 0).all()  # P increasing, as _special_math says
     assert (np.diff(x * p) > 0).all()
     # past |x| = 6 Phi is 0 or 1 to float32: there the half logit only has to saturate tanh
     assert np.tanh(np.float32((x * p)[x >= 6].min() / 2)) == 1
