@@ -143,6 +143,36 @@ def test_one_row_or_one_column_products_run_as_gemv_and_match_numpy(two_threads,
     assert len(gemv_calls) == 2
 
 
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("shape", [(40, 70, 90), (1, 300, 50), (60, 80, 1)], ids=["gemm", "one row", "one column"])
+def test_accumulate_adds_the_product_to_out(two_threads, dtype, rtol, shape):
+    """``accumulate`` adds a @ b to what ``out`` holds (beta = 1), also through gemv; without an
+    ``out`` there is nothing to add to, so the call declines."""
+    rng = np.random.default_rng(9)
+    m, k, n = shape
+    a, b = _operands(rng, m, k, n, dtype)
+    start = rng.standard_normal((m, n + 4)).astype(dtype)
+    out = start.copy()[:, 2:n + 2]  # a caller's output with its own row stride
+    assert two_threads.gemm(a, b, out, accumulate=True) is out
+    expected = start[:, 2:n + 2].astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out, expected, rtol=rtol, atol=rtol * 10)
+    assert two_threads.gemm(a, b, accumulate=True) is None
+
+
+def test_gemm_into_writes_or_accumulates_and_declines_unfit_operands(two_threads):
+    rng = np.random.default_rng(10)
+    a, b = _operands(rng, 20, 30, 40, np.float32)
+    out = np.empty((20, 40), np.float32)
+    assert blas.gemm_into(a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    assert blas.gemm_into(a, b, out, accumulate=True)
+    np.testing.assert_allclose(out, 2 * (a @ b), rtol=1e-5, atol=1e-5)
+    before = out.copy()
+    assert not blas.gemm_into(a.astype(np.int32), b.astype(np.int32), out)
+    assert not blas.gemm_into(a, b[:, ::2], out[:, :20])  # no axis of unit stride in b
+    np.testing.assert_array_equal(out, before)
+
+
 def test_a_large_matrix_vector_product_goes_to_the_threaded_blas_and_a_small_one_does_not(gemm_calls):
     rng = np.random.default_rng(5)
     weight = rng.standard_normal((1000, 1280)).astype(np.float32)

@@ -32,8 +32,8 @@ def f32(*shape: int) -> np.ndarray:
 
 @pytest.fixture
 def padded_rows_calls(calls_of) -> list[tuple]:
-    """Records the (x shape, group) of every call to the padded-rows path."""
-    return calls_of(_conv_util, "_conv_padded_rows", lambda x, w, biased, scratch, group, epilogue: (x.shape, group))
+    """Records the (x shape, group) of every call to the padded-rows path (im2col or row products)."""
+    return calls_of(_conv_util, "_conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights: (x.shape, group))
 
 
 # (name, x shape, w shape, Conv attributes): all go to the padded-rows path

@@ -163,6 +163,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     return out
 
 
+def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False) -> bool:
+    """``out = a @ b``, or ``out += a @ b`` when ``accumulate`` (one pass over ``out``, where numpy
+    would need a temporary and an add), on the threaded BLAS with the provider's thread count, for
+    2-D operands it reads in place; False when it is not loaded or the operands do not qualify."""
+    threaded = _threaded(PRODUCT_THREADS.threads)
+    return threaded is not None and threaded.gemm(a, b, out, accumulate) is not None
+
+
 def takes_threaded_blas(macs: int, threaded_macs: int | None = None) -> bool:
     """Whether ``matmul`` hands a single product of ``macs`` multiply-adds (BLAS-readable operands)
     to the threaded BLAS."""

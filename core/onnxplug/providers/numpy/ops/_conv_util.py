@@ -1,13 +1,14 @@
 """Convolution arithmetic shared by Conv, ConvTranspose, ConvInteger, QLinearConv and Col2Im.
 
-Conv is computed in one of five vectorised ways, all BLAS-backed or elementwise:
+Conv is computed in one of six vectorised ways, all BLAS-backed or elementwise:
 - 1x1 kernels: a plain (batched) matmul over the flattened spatial axes;
 - depthwise (one input channel per group): sums of shifted rows in cache-sized blocks, with no
   im2col buffer (see _depthwise);
 - large float32 3x3 stride-1 ones: Winograd's F(4x4, 3x3), a quarter of the multiply-adds (see
   _winograd);
 - small stride-1 2-D convolutions: im2col over padded-width rows, in scratch each thread keeps
-  per shape (see _conv_padded_rows);
+  per shape (see _conv_padded_rows); with 16 or more channels, one accumulating product per
+  kernel row instead, over copies of the column shifts only (see _row_products);
 - everything else: im2col from a strided window view (one copy) and one batched matmul.
 
 Where it costs less than a pass over the output, the product adds the bias: the weights get the
@@ -25,7 +26,9 @@ from typing import Callable, Sequence
 import numpy as np
 from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul, parallel_for
+from onnxplug.providers.numpy.ops import _row_products
 from onnxplug.providers.numpy.ops._depthwise import Epilogue, depthwise_conv
+from onnxplug.providers.numpy.ops._row_products import RowProductsScratch, row_products, row_products_weights
 from onnxplug.providers.numpy.ops._winograd import transform_weights, winograd_conv, winograd_fits
 from numpy.lib.stride_tricks import as_strided
 
@@ -133,6 +136,7 @@ class BiasedWeights:
         self.constant = constant
         self._kept: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None = None
         self._winograd: tuple[np.ndarray, np.ndarray] | None = None
+        self._rows: tuple[np.ndarray, np.ndarray | None, np.ndarray] | None = None
 
     def winograd(self, w: np.ndarray) -> np.ndarray:
         """The kernels in Winograd's transform domain (see _winograd.transform_weights), kept like
@@ -144,6 +148,16 @@ class BiasedWeights:
         if self.constant:
             self._winograd = (w, u)
         return u
+
+    def row_products(self, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        """The kernel as one matrix per kernel row (see _row_products.row_products_weights), kept alike."""
+        kept = self._rows
+        if kept is not None and kept[0] is w and kept[1] is b:
+            return kept[2]
+        rows = row_products_weights(w, b)
+        if self.constant:
+            self._rows = (w, b, rows)
+        return rows
 
     def holds(self, w: np.ndarray, b: np.ndarray, group: int) -> bool:
         """Whether ``get(w, b, group)`` is kept (no copy)."""
@@ -235,8 +249,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         return winograd_conv(x, (weights or BiasedWeights(False)).winograd(w), b, begin, end, epilogue)
     scratch = _padded_rows_scratch(x, w, b, strides, dilations, begin, end, group) if PADDED_ROWS else None
     if scratch is not None:
-        wm = None if b is None else (weights or BiasedWeights(False)).get(w, b, group)
-        return _conv_padded_rows(x, w, wm, scratch, group, epilogue)
+        return _conv_padded_rows(x, w, b, scratch, group, epilogue, weights or BiasedWeights(False))
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
         return _conv_1x1(xp, w, b, strides, group, epilogue, weights)
@@ -456,7 +469,7 @@ class _RowsScratch:
 
 def _padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
                          dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                         group: int) -> _RowsScratch | None:
+                         group: int) -> _RowsScratch | RowProductsScratch | None:
     """This thread's scratch for the convolution when _conv_padded_rows takes it, else None.
 
     Both the scratch (when small) and the refusals are kept per thread and shape, so a repeated
@@ -465,29 +478,32 @@ def _padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, str
     kept = _kept_scratch(_PADDED_ROWS_SCRATCH)
     key = (x.dtype, x.shape, w.dtype, w.shape, None if b is None else b.dtype, tuple(strides),
            tuple(dilations), tuple(begin), tuple(end), group, PADDED_ROWS_MAX_WIDENING, blas.SPLIT_PRODUCT_MACS,
-           blas.THREADED_PRODUCT_MACS, PRODUCT_THREADS.threads)
+           blas.THREADED_PRODUCT_MACS, PRODUCT_THREADS.threads, _row_products.ROW_PRODUCTS, _row_products.MIN_CHANNELS)
     scratch = kept.get(key, False)
     if scratch is False:
         scratch = None
         if _padded_rows_fit(x, w, b, strides, dilations, begin, end):
-            scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, b is not None,
-                                   _takes_threaded_product(x, w, begin, end, dilations))
+            if _row_products.row_products_fit(x, w, group):
+                scratch = RowProductsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, b is not None)
+            else:
+                scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, b is not None,
+                                       _takes_threaded_product(x, w, begin, end, dilations))
             if scratch.nbytes > PADDED_ROWS_KEEP_BYTES:
                 return scratch
         _keep(kept, key, scratch, 0 if scratch is None else scratch.nbytes)
     return scratch
 
 
-def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, scratch: _RowsScratch,
-                      group: int, epilogue: Epilogue | None) -> np.ndarray:
+def _conv_padded_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, scratch: _RowsScratch | RowProductsScratch,
+                      group: int, epilogue: Epilogue | None, weights: BiasedWeights) -> np.ndarray:
     """A stride-1 2-D convolution as im2col over padded-width rows, then one (batched) matmul.
 
     Output row ``r`` is computed at the padded width ``wp``: then window (kh, kw) of a channel is
     one contiguous run of the flat padded plane, from ``kh * dh * wp + kw * dw``, so the im2col
     copy moves long runs (the strided-window one moves runs of one output row: 2-3x slower on
     32x32 images), and the product's extra ``wp - ow`` columns of each row are dropped when the
-    result is copied out. A bias comes as ``biased``, the weights with it as one more column
-    (BiasedWeights), against a row of ones in the columns: the product adds it. ``scratch``
+    result is copied out. A bias ``b`` goes in the weights as one more column (``weights`` keeps
+    them), against a row of ones in the columns: the product adds it. ``scratch``
     (padded images with zero borders, columns, product; see _padded_rows_scratch) is kept per
     thread and shape, so a call writes the image interior, copies the windows, multiplies and
     copies out.
@@ -495,16 +511,21 @@ def _conv_padded_rows(x: np.ndarray, w: np.ndarray, biased: np.ndarray | None, s
     The copies run on the calling thread (splitting the images of a batch-8 16->16 3x3 conv on
     32x32 across the two product threads was 10-35% slower: the hand-off, and the copies
     competing); the product covers all images at once, so a large one takes the threaded BLAS.
+    With enough channels, a RowProductsScratch replaces the im2col by one product per kernel row
+    (see _row_products).
     """
-    m = w.shape[0]
-    np.copyto(scratch.interior, x)
-    np.copyto(scratch.taps, scratch.windows)
-    weights = w.reshape(group, m // group, -1) if biased is None else biased
-    if scratch.wide:
-        matmul(weights, scratch.columns, out=scratch.product)
+    if isinstance(scratch, RowProductsScratch):
+        result = row_products(x, weights.row_products(w, b), scratch)
     else:
-        np.matmul(weights, scratch.columns, out=scratch.product)
-    result = scratch.result
+        m = w.shape[0]
+        np.copyto(scratch.interior, x)
+        np.copyto(scratch.taps, scratch.windows)
+        wm = w.reshape(group, m // group, -1) if b is None else weights.get(w, b, group)
+        if scratch.wide:
+            matmul(wm, scratch.columns, out=scratch.product)
+        else:
+            np.matmul(wm, scratch.columns, out=scratch.product)
+        result = scratch.result
     y = np.empty(result.shape, x.dtype)
     copy_out = getattr(epilogue, "copy_out", None)
     if copy_out is not None:  # copy and epilogue in one pass where the epilogue can
