@@ -1,7 +1,7 @@
 """Small stride-1 2-D convolutions with enough channels as one accumulating product per kernel row
 (``_row_products``), against onnxruntime.
 
-A spy on ``_conv_util._conv_padded_rows`` records which scratch each call got, so every case also
+A spy on ``_padded_rows.conv_padded_rows`` records which scratch each call got, so every case also
 checks that the row products ran (or, for the fallbacks, that the padded-rows im2col did), and a
 spy on the threaded BLAS checks that kernel rows after the first accumulate."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from onnxplug.providers.numpy import blas
-from onnxplug.providers.numpy.ops import _conv_util, _row_products
+from onnxplug.providers.numpy.ops import _conv_util, _padded_rows, _row_products
 from onnxplug.providers.numpy.ops._row_products import RowProductsScratch, row_products_weights
 from onnxplug.providers.numpy.threaded_blas import threaded_blas
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same
@@ -28,7 +28,7 @@ def f32(*shape: int) -> np.ndarray:
 @pytest.fixture
 def scratch_kinds(calls_of) -> list[str]:
     """The kind of scratch ("row products" or "im2col") of every padded-rows call."""
-    return calls_of(_conv_util, "_conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights:
+    return calls_of(_padded_rows, "conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights:
                     "row products" if isinstance(scratch, RowProductsScratch) else "im2col")
 
 
@@ -101,7 +101,7 @@ def test_products_fall_back_to_numpy_when_the_blas_refuses(monkeypatch, scratch_
 def test_poisoned_scratch_never_reaches_outputs(monkeypatch, scratch_kinds):
     """Everything a call writes (interior, column shifts but the ones row, product) is NaN before
     each call: outputs still match, so only the zero borders and the ones row are relied on."""
-    real = _conv_util._padded_rows_scratch
+    real = _padded_rows.padded_rows_scratch
 
     def poisoned(*args):
         scratch = real(*args)
@@ -111,7 +111,7 @@ def test_poisoned_scratch_never_reaches_outputs(monkeypatch, scratch_kinds):
         scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_conv_util, "_padded_rows_scratch", poisoned)
+    monkeypatch.setattr(_padded_rows, "padded_rows_scratch", poisoned)
     for bias in (False, True):
         for _ in range(2):
             feeds = {"x": f32(3, 16, 10, 13), "w": f32(4, 16, 3, 3)}

@@ -1,4 +1,4 @@
-"""Small stride-1 2-D convolutions of the numpy provider (``_conv_util._conv_padded_rows``: im2col
+"""Small stride-1 2-D convolutions of the numpy provider (``_padded_rows.conv_padded_rows``: im2col
 over padded-width rows, bias as a weight column, scratch kept per thread and shape), the
 strided-window im2col with the bias as a weight column, and the FusedConv epilogue (residual,
 activations, Relu against an array of zeros), against onnxruntime.
@@ -19,7 +19,7 @@ from onnx import TensorProto, helper
 
 import onnxplug
 from onnxplug.providers.numpy import blas
-from onnxplug.providers.numpy.ops import _conv_util
+from onnxplug.providers.numpy.ops import _conv_util, _padded_rows, _scratch
 from onnxplug.providers.numpy.threaded_blas import threaded_blas
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same, kernels_only
 
@@ -33,7 +33,7 @@ def f32(*shape: int) -> np.ndarray:
 @pytest.fixture
 def padded_rows_calls(calls_of) -> list[tuple]:
     """Records the (x shape, group) of every call to the padded-rows path (im2col or row products)."""
-    return calls_of(_conv_util, "_conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights: (x.shape, group))
+    return calls_of(_padded_rows, "conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights: (x.shape, group))
 
 
 # (name, x shape, w shape, Conv attributes): all go to the padded-rows path
@@ -94,9 +94,9 @@ FALLBACK_CASES = [
     ("product split by image, stride 2", (3, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]),
      lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
     ("switched off", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(_conv_util, "PADDED_ROWS", False)),
+     lambda mp: mp.setattr(_padded_rows, "PADDED_ROWS", False)),
     ("switched off, bias added after the product", (2, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: (mp.setattr(_conv_util, "PADDED_ROWS", False), mp.setattr(_conv_util, "IM2COL_BIAS_ROW", False))),
+     lambda mp: (mp.setattr(_padded_rows, "PADDED_ROWS", False), mp.setattr(_conv_util, "IM2COL_BIAS_ROW", False))),
 ]
 
 
@@ -148,14 +148,14 @@ def test_other_convolutions_fall_back_and_match(monkeypatch, padded_rows_calls, 
 def test_cropping_pads_fall_back():
     """Negative pads (a crop; onnxruntime rejects them) are left to the strided-window path."""
     x, w = f32(1, 3, 10, 10), f32(4, 3, 3, 3)
-    assert not _conv_util._padded_rows_fit(x, w, None, (1, 1), (1, 1), (-1, 0), (1, 1))
-    assert _conv_util._padded_rows_fit(x, w, None, (1, 1), (1, 1), (0, 0), (1, 1))
+    assert not _padded_rows.padded_rows_fit(x, w, None, (1, 1), (1, 1), (-1, 0), (1, 1))
+    assert _padded_rows.padded_rows_fit(x, w, None, (1, 1), (1, 1), (0, 0), (1, 1))
 
 
 def test_mixed_dtypes_fall_back():
     x, w = f32(1, 3, 10, 10), f32(4, 3, 3, 3)
-    assert not _conv_util._padded_rows_fit(x, w.astype(np.float64), None, (1, 1), (1, 1), (1, 1), (1, 1))
-    assert not _conv_util._padded_rows_fit(x.astype(np.float16), w.astype(np.float16), None,
+    assert not _padded_rows.padded_rows_fit(x, w.astype(np.float64), None, (1, 1), (1, 1), (1, 1), (1, 1))
+    assert not _padded_rows.padded_rows_fit(x.astype(np.float16), w.astype(np.float16), None,
                                            (1, 1), (1, 1), (1, 1), (1, 1))
 
 
@@ -192,7 +192,7 @@ def test_poisoned_kept_scratch_never_reaches_outputs(monkeypatch, padded_rows_ca
     """Everything in the kept scratch that a call writes (image interior, columns but the ones row,
     product) is filled with NaN before each call: outputs still match, so no call reads a previous
     call's values; only the zero borders and the ones row are relied on."""
-    real = _conv_util._padded_rows_scratch
+    real = _padded_rows.padded_rows_scratch
 
     def poisoned(*args):
         scratch = real(*args)
@@ -202,7 +202,7 @@ def test_poisoned_kept_scratch_never_reaches_outputs(monkeypatch, padded_rows_ca
             scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_conv_util, "_padded_rows_scratch", poisoned)
+    monkeypatch.setattr(_padded_rows, "padded_rows_scratch", poisoned)
     for bias in (False, True):
         for _ in range(2):
             feeds = {"x": f32(2, 6, 14, 18), "w": f32(4, 3, 3, 3)}
@@ -482,13 +482,13 @@ def test_fused_conv_broadcasts_a_smaller_residual(geometry):
 def test_kept_scratch_stays_within_its_budgets(monkeypatch):
     """Per thread, kept scratch is dropped (and made again on use) rather than grow past the byte
     budget or the shape count; results stay onnxruntime's."""
-    monkeypatch.setattr(_conv_util, "SCRATCH_KEEP_TOTAL_BYTES", 200 << 10)
-    monkeypatch.setattr(_conv_util, "_PADDED_ROWS_SCRATCH", threading.local())
+    monkeypatch.setattr(_scratch, "SCRATCH_KEEP_TOTAL_BYTES", 200 << 10)
+    monkeypatch.setattr(_padded_rows, "_SCRATCH", threading.local())
     for size in range(10, 30):
         feeds = {"x": f32(1, 8, size, size), "w": f32(8, 8, 3, 3), "b": f32(8)}
         assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 1, 1, 1])
-        kept = _conv_util._PADDED_ROWS_SCRATCH.kept
-        assert kept[None] <= 200 << 10 and len(kept) <= _conv_util._PADDED_ROWS_KEEP_SHAPES + 1
+        kept = _padded_rows._SCRATCH.kept
+        assert kept[None] <= 200 << 10 and len(kept) <= _scratch.KEEP_SHAPES + 1
         assert kept[None] == sum(v.nbytes for k, v in kept.items() if k is not None and v is not None)
 
 
@@ -517,7 +517,7 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
     real_gemm = type(threaded).gemm
     monkeypatch.setattr(type(threaded), "gemm", lambda self, a, b, out=None: products.append(b.shape)
                         or real_gemm(self, a, b, out))
-    real = _conv_util._padded_rows_scratch
+    real = _padded_rows.padded_rows_scratch
     layouts: list[bool] = []
 
     def poisoned(*args):
@@ -528,7 +528,7 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
         scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_conv_util, "_padded_rows_scratch", poisoned)
+    monkeypatch.setattr(_padded_rows, "padded_rows_scratch", poisoned)
     feeds = {"x": f32(3, 5, 12, 14) * 4, "w": f32(7, 5, 3, 3)}
     if bias:
         feeds["b"] = f32(7)

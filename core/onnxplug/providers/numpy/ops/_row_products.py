@@ -1,6 +1,6 @@
 """Small stride-1 2-D convolutions as one accumulating product per kernel row.
 
-The padded-rows path (``_conv_util._conv_padded_rows``) computes every output row at the padded
+The padded-rows path (``_padded_rows.conv_padded_rows``) computes every output row at the padded
 width ``wp``, so a window's shift by ``i`` kernel rows is a shift by ``i * dh * wp`` along the
 flattened padded planes. Its im2col copies all ``kh * kw`` shifts of each channel. Here the padded
 planes of the whole batch lie channel-major, (C, N * hp * wp), and only the ``kw`` column shifts
@@ -34,7 +34,7 @@ MIN_CHANNELS = 16
 
 
 def row_products_fit(x: np.ndarray, w: np.ndarray, group: int) -> bool:
-    """Whether a convolution the padded-rows path takes (see ``_conv_util._padded_rows_fit``) goes
+    """Whether a convolution the padded-rows path takes (see ``_padded_rows.padded_rows_fit``) goes
     to ``row_products``: one group, enough channels, the threaded BLAS loaded."""
     return ROW_PRODUCTS and group == 1 and x.shape[1] >= MIN_CHANNELS and threaded_blas() is not None
 

@@ -1,4 +1,6 @@
-"""Scratch memory each thread keeps across kernel calls."""
+"""Scratch memory each thread keeps across kernel calls: one growing buffer per dtype
+(``ThreadScratch``), or arrays kept per shape in a per-thread dictionary with a budget
+(``kept_scratch`` and ``keep``)."""
 
 from __future__ import annotations
 
@@ -28,3 +30,30 @@ class ThreadScratch:
             if size * buf.itemsize <= self.kept_bytes:  # larger ones (huge images) are not kept
                 buffers[dtype] = buf
         return buf[:size]
+
+
+#: Arrays of at most this many bytes are kept per thread and shape; at most SCRATCH_KEEP_TOTAL_BYTES
+#: and KEEP_SHAPES shapes in each kept_scratch dictionary (padded rows, 1x1 columns).
+SCRATCH_KEEP_SHAPE_BYTES = 8 << 20
+SCRATCH_KEEP_TOTAL_BYTES = 32 << 20
+KEEP_SHAPES = 32
+
+
+def kept_scratch(local: threading.local) -> dict:
+    """This thread's dictionary of kept scratch (``nbytes`` under the key None)."""
+    kept = getattr(local, "kept", None)
+    if kept is None:
+        kept = local.kept = {None: 0}
+    return kept
+
+
+def keep(kept: dict, key: tuple, value: object, nbytes: int) -> None:
+    """Keep ``value`` under ``key``, first dropping everything kept when a budget would be exceeded
+    (a value larger than the whole byte budget is not kept)."""
+    if nbytes > SCRATCH_KEEP_TOTAL_BYTES:
+        return
+    if len(kept) > KEEP_SHAPES or kept[None] + nbytes > SCRATCH_KEEP_TOTAL_BYTES:
+        kept.clear()
+        kept[None] = 0
+    kept[key] = value
+    kept[None] += nbytes
