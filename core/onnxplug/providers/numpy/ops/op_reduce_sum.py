@@ -1,6 +1,7 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import ReduceKernel
+from onnxplug.providers.numpy.ops._reduce_util import trailing_sums
 from onnxplug.providers.numpy.registry import op
 
 
@@ -9,4 +10,5 @@ class ReduceSum(ReduceKernel):
     axes_input_since = 13
 
     def op(self, x, axes, keepdims):
-        return np.sum(x, axis=axes, keepdims=keepdims)
+        total = trailing_sums(x, axes, keepdims)
+        return np.sum(x, axis=axes, keepdims=keepdims) if total is None else total
