@@ -1,6 +1,6 @@
-"""ReduceSum and ReduceMean over trailing axes of float32/float64 data: row sums as one BLAS
-product with a vector of ones (``_reduce_util.trailing_sums``), against onnxruntime; the cases it
-declines keep numpy's reduction."""
+"""Row sums as one BLAS product with a vector of ones: ReduceSum and ReduceMean over trailing axes
+of float32/float64 data (``_reduce_util.trailing_sums``; the cases it declines keep numpy's
+reduction) and Softmax along the last axis, against onnxruntime."""
 
 from __future__ import annotations
 
@@ -68,3 +68,19 @@ def test_out_of_range_axis_still_raises_through_the_kernel():
     feeds = {"x": np.ones((3, 4), np.float32), "axes": np.asarray([5], np.int64)}
     with pytest.raises(OnnxplugError, match="axis 5"):
         run_ours(node_model("ReduceSum", feeds, opset=18), feeds, like=[np.ones(3, np.float32)])
+
+
+@pytest.mark.parametrize("shape", [(512, 128), (2, 3, 7, 33), (64, 1000), (5, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_along_the_last_axis_matches_onnxruntime(shape, dtype):
+    x = (RNG.standard_normal(shape) * 4).astype(dtype)
+    assert_matches_oracle("Softmax", {"x": x}, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-7, opset=13)
+
+
+def test_softmax_rows_with_infinities_match_onnxruntime():
+    """A row of -inf and a row holding +inf give onnxruntime's NaNs, the other rows their values."""
+    x = RNG.standard_normal((4, 9)).astype(np.float32)
+    x[1] = -np.inf
+    x[2, 3] = np.inf
+    (ours,) = assert_matches_oracle("Softmax", {"x": x}, rtol=1e-6, atol=1e-7, opset=13)
+    assert np.isnan(ours[1]).all() and np.isnan(ours[2, 3]) and np.isfinite(ours[[0, 3]]).all()
