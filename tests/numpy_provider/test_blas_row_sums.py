@@ -1,6 +1,7 @@
 """Row sums as one BLAS product with a vector of ones: ReduceSum and ReduceMean over trailing axes
-of float32/float64 data (``_reduce_util.trailing_sums``; the cases it declines keep numpy's
-reduction) and Softmax along the last axis, against onnxruntime."""
+of float32/float64 data (``_nn_util.trailing_sums``; the cases it declines keep numpy's
+reduction), Softmax along the last axis, and the means of InstanceNormalization,
+GroupNormalization and LayerNormalization over trailing axes, against onnxruntime."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from onnxplug.errors import OnnxplugError
-from onnxplug.providers.numpy.ops._reduce_util import trailing_sums
+from onnxplug.providers.numpy.ops._nn_util import trailing_sums
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, node_model, run_ours
 
 RNG = np.random.default_rng(1313)
@@ -84,3 +85,18 @@ def test_softmax_rows_with_infinities_match_onnxruntime():
     x[2, 3] = np.inf
     (ours,) = assert_matches_oracle("Softmax", {"x": x}, rtol=1e-6, atol=1e-7, opset=13)
     assert np.isnan(ours[1]).all() and np.isnan(ours[2, 3]) and np.isfinite(ours[[0, 3]]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normalizations_over_trailing_axes_match_onnxruntime(dtype):
+    # an offset far above the spread: a mean or variance that lost low bits would show
+    x = (RNG.standard_normal((2, 8, 14, 14)) * 2 + 30).astype(dtype)
+    scale, bias = RNG.standard_normal(8).astype(dtype), RNG.standard_normal(8).astype(dtype)
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    assert_matches_oracle("InstanceNormalization", {"x": x, "s": scale, "b": bias}, rtol=rtol, atol=rtol, opset=6)
+    # onnxruntime takes GroupNormalization's statistics in float32 (stash_type 1) also for float64
+    assert_matches_oracle("GroupNormalization", {"x": x, "s": scale, "b": bias}, rtol=1e-4, atol=1e-4, opset=21,
+                          num_groups=4)
+    ln_scale, ln_bias = RNG.standard_normal((14, 14)).astype(dtype), RNG.standard_normal((14, 14)).astype(dtype)
+    assert_matches_oracle("LayerNormalization", {"x": x, "s": ln_scale, "b": ln_bias}, rtol=rtol, atol=rtol,
+                          opset=17, axis=2)

@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import ReduceKernel
-from onnxplug.providers.numpy.ops._reduce_util import trailing_sums
+from onnxplug.providers.numpy.ops._nn_util import trailing_sums
 from onnxplug.providers.numpy.registry import op
 
 
