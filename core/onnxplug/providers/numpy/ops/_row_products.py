@@ -14,8 +14,9 @@ without it the padded-rows im2col stays. With few channels the im2col copy is ch
 product with K = kh * kw * C is the faster one, hence ``MIN_CHANNELS``.
 
 Measured (docs/benchmarks.md, twenty-first session), 16 -> 16 3x3 on 32 x 32 images: 8 images
-577 against 903 us, one image 78-110 against 100-116 us; 3 -> 16 stays with im2col (155 against
-207 us for 8 images).
+577 against 903 us standalone, and the If model 0.83x as long at batch 8 and 0.93x at batch 1
+(paired; one image alone is within 10% either way); 3 -> 16 stays with im2col (155 against 207 us
+for 8 images).
 """
 
 from __future__ import annotations
