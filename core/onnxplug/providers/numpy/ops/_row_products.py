@@ -56,7 +56,7 @@ class RowProductsScratch:
     """One shape's scratch: the zero-bordered padded planes (borders written once), the copies of
     their column shifts, the product, and the views each call uses."""
 
-    __slots__ = ("interior", "shifts", "sources", "product", "result", "taps", "nbytes")
+    __slots__ = ("interior", "shifts", "sources", "product", "result", "nbytes")
 
     def __init__(self, dtype: np.dtype, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
                  dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], bias: bool) -> None:
@@ -70,15 +70,15 @@ class RowProductsScratch:
         padded = np.zeros((c, total + (kw - 1) * dw), dtype)
         planes = padded[:, :total].reshape(c, n, hp, wp)
         self.interior = planes[:, :, begin[0]:begin[0] + h, begin[1]:begin[1] + wd].transpose(1, 0, 2, 3)
-        self.taps = kw * c
-        columns = np.empty((self.taps + bias, total), dtype)
+        taps = kw * c
+        columns = np.empty((taps + bias, total), dtype)
         if bias:
-            columns[self.taps] = 1
+            columns[taps] = 1
         self.shifts = [(columns[j * c:(j + 1) * c], padded[:, j * dw:j * dw + total]) for j in range(kw)]
         # Output position q (image, row, column at the padded width) of kernel row i reads column
         # q + i * dh * wp; the last image's last output row ends inside its plane.
         span = total - (kh - 1) * dh * wp
-        self.sources = [columns[:self.taps + (bias and i == 0), i * dh * wp:i * dh * wp + span] for i in range(kh)]
+        self.sources = [columns[:taps + (bias and i == 0), i * dh * wp:i * dh * wp + span] for i in range(kh)]
         self.product = np.empty((m, total), dtype)
         self.result = self.product.reshape(m, n, hp, wp)[:, :, :oh, :ow].transpose(1, 0, 2, 3)
         self.nbytes = padded.nbytes + columns.nbytes + self.product.nbytes
