@@ -2,7 +2,8 @@
 
 Those paths run one direction at a time, gate-major (the batch-1 product transposed), divide by
 1 + exp(-x) for sigmoids (the minus folded into the weights), reorder the LSTM's gates, read reverse
-directions back to front and keep GRU's Rb_h in the step feed; these cases cover batch 1 and 8, every direction, given or omitted initial states and bias, layout 1,
+directions back to front and keep GRU's Rb_h in the step feed (the LSTM gate-blocked from batch 4 to
+12); these cases cover batch 1 and 8 (and 2 to 16 for the LSTM's layouts), every direction, given or omitted initial states and bias, layout 1,
 full ``sequence_lens`` given, inputs large enough to saturate the gates (exp overflows to inf) and
 float64. Expected values come from onnxruntime (onnx.reference for layout 1 and float64, which
 onnxruntime rejects).
@@ -10,10 +11,13 @@ onnxruntime rejects).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from onnxplug.providers.numpy.ops import op_gru, op_lstm
+from onnxplug.providers.numpy.ops._rnn_util import blocked_steps
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, node_model, run_ours
 
 RNG = np.random.default_rng(2026)
@@ -118,14 +122,46 @@ def test_cases_above_take_the_fast_paths(monkeypatch: pytest.MonkeyPatch) -> Non
     assert calls == ["_lstm_direction", "_lstm_direction", "_gru_direction"]
 
 
+@pytest.mark.parametrize("batch,blocked", [(1, False), (2, False), (4, True), (8, True), (12, True), (16, False)])
+def test_lstm_runs_gate_blocked_from_batch_4_to_12(monkeypatch: pytest.MonkeyPatch, batch: int, blocked: bool) -> None:
+    """Batches 4 to 12 (hidden 16) run the LSTM gate-blocked, the others gate-major; each matches
+    onnxruntime, bidirectional with initial states."""
+    seen = []
+    real = op_lstm.blocked_steps
+    monkeypatch.setattr(op_lstm, "blocked_steps", lambda b, h: seen.append(real(b, h)) or seen[-1])
+    feeds, names = _feeds(4, 2, batch, init=True, states=("h0", "c0"))
+    assert_matches_oracle("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=names,
+                          direction="bidirectional", hidden_size=HIDDEN)
+    assert seen == [blocked]
+
+
+@pytest.mark.parametrize("blocked", [False, True], ids=["gate-major", "gate-blocked"])
+@pytest.mark.parametrize("direction,init,bias,layout", [("forward", True, True, 0), ("reverse", False, False, 0),
+                                                        ("bidirectional", True, True, 1)])
+def test_lstm_either_layout_at_batch_8(monkeypatch: pytest.MonkeyPatch, blocked: bool, direction: str, init: bool,
+                                       bias: bool, layout: int) -> None:
+    """Batch 8 forced into each layout, so neither is only tested through the other's batches."""
+    monkeypatch.setattr(op_lstm, "blocked_steps", lambda b, h: blocked)
+    d = 2 if direction == "bidirectional" else 1
+    feeds, names = _feeds(4, d, 8, init, bias, layout=layout, states=("h0", "c0"))
+    assert_matches_oracle("LSTM", feeds, n_outputs=3, rtol=1e-4, atol=1e-5, opset=14, input_names=names,
+                          direction=direction, hidden_size=HIDDEN, layout=layout,
+                          oracle="ref" if layout else "ort")
+
+
+def test_blocked_steps_limits() -> None:
+    assert [blocked_steps(b, 128) for b in (1, 2, 3, 4, 8, 12, 13, 16)] == [False] * 3 + [True] * 3 + [False] * 2
+    assert blocked_steps(8, 256) and not blocked_steps(8, 512) and not blocked_steps(4, 512)
+
+
 def test_fast_paths_empty_sequence() -> None:
     """No steps at all: Y is empty and the final states are zeros, as onnxruntime's LSTM gives Y_h (its
     Y_c is uninitialised memory and its GRU aborts the process, so the expectation is written here)."""
-    for op, gates, states in (("LSTM", 4, ("h0", "c0")), ("GRU", 3, ("h0",))):
-        feeds, names = _feeds(gates, 2, 3, init=True, states=states)
+    for (op, gates, states), batch in itertools.product((("LSTM", 4, ("h0", "c0")), ("GRU", 3, ("h0",))), (3, 8)):
+        feeds, names = _feeds(gates, 2, batch, init=True, states=states)
         feeds["x"] = feeds["x"][:0]
-        y_like = np.zeros((0, 2, 3, HIDDEN), np.float32)
-        state_like = np.zeros((2, 3, HIDDEN), np.float32)
+        y_like = np.zeros((0, 2, batch, HIDDEN), np.float32)
+        state_like = np.zeros((2, batch, HIDDEN), np.float32)
         model = node_model(op, feeds, 1 + len(states), opset=14, input_names=names, direction="bidirectional",
                            hidden_size=HIDDEN)
         y, *final = run_ours(model, feeds, like=[y_like] + [state_like] * len(states))

@@ -10,6 +10,7 @@ LSTM (helpers at the end of this module) run one direction at a time instead.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -230,6 +231,23 @@ class Prepared:
 # with M = G*H rows beats h R^T at batch 8 (~20%). Sigmoids are 1 / (1 + exp(-x)) with the minus
 # folded into the weights: exp costs half of tanh per value.
 
+#: LSTM batches of this many rows, and fewer than BLOCKED_MAX_MACS multiply-adds per gate product, run
+#: their steps gate-blocked (see ``blocked_steps``).
+BLOCKED_MIN_BATCH, BLOCKED_MAX_BATCH = 4, 12
+BLOCKED_MAX_MACS = 1 << 20
+
+
+def blocked_steps(batch: int, hidden: int) -> bool:
+    """Whether an LSTM fast path runs gate-blocked: values (G, B, H), each gate a contiguous (B, H)
+    block, and a step's product one batched matmul h (B, H) @ R_g^T (G, H, H), whose small products
+    OpenBLAS runs without packing R. Gate-major, R h packs R every step (512 x 128 by 128 x 8: 16 us,
+    against 7 for the four gate products). Measured per direction, 32 steps, hidden 128 (docs/
+    benchmarks.md): batch 4 359 against 392 us, 8 461 against 655, 12 798 against 945; batch 2, 16
+    and above or B x H x H past 2^20 slower blocked. The bilstm at batch 8: 0.81 of the time
+    (paired in the model)."""
+    return BLOCKED_MIN_BATCH <= batch <= BLOCKED_MAX_BATCH and batch * hidden * hidden < BLOCKED_MAX_MACS
+
+
 def gate_scale(kernel: RecurrentKernel, hidden: int, dtype: np.dtype) -> np.ndarray:
     """(G*H,): -1 over the sigmoid gates (the first G - 1), 1 over the last (cached)."""
     def build() -> np.ndarray:
@@ -240,9 +258,11 @@ def gate_scale(kernel: RecurrentKernel, hidden: int, dtype: np.dtype) -> np.ndar
 
 
 def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
-              scale: np.ndarray, foldable: Sequence[bool], order: Sequence[int]) -> list[np.ndarray]:
+              scale: np.ndarray, foldable: Sequence[bool], order: Sequence[int],
+              blocked: bool = False) -> list[np.ndarray]:
     """Every step's input projection, gate-major: per direction (S, G*H, B) in the order the
-    direction runs (a reverse direction reads its inputs back to front: all sequences are full).
+    direction runs (a reverse direction reads its inputs back to front: all sequences are full);
+    ``blocked``, (S, G*B, H): gate blocks of (B, H) (see ``blocked_steps``).
 
     Gate blocks come in ``order`` (ONNX gate indices), columns times ``scale``; the foldable biases
     ride on a column of ones. Both directions come out of one product, ``[x, 1] @ [W_0 | W_1]``,
@@ -264,6 +284,10 @@ def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarr
     proj = proj.reshape(seq, batch, d_count, gh)
     if batch == 1:  # (S, 1, D, G*H): each step's gates are already a contiguous column
         feed = proj.transpose(2, 0, 3, 1)
+    elif blocked:
+        g = kernel.gates
+        blocks = proj.reshape(seq, batch, d_count, g, gh // g).transpose(2, 0, 3, 1, 4)
+        feed = np.ascontiguousarray(blocks).reshape(d_count, seq, g * batch, gh // g)
     else:
         feed = np.ascontiguousarray(proj.transpose(2, 0, 3, 1))
     return [feed[d, ::-1] if kernel.is_reverse(d) else feed[d] for d in range(d_count)]
@@ -292,12 +316,19 @@ def _augmented_input_weights(w: np.ndarray, b: np.ndarray | None, scale: np.ndar
 
 
 def recurrent_weights(kernel: RecurrentKernel, r: np.ndarray, scale: np.ndarray, order: Sequence[int],
-                      batch: int) -> np.ndarray:
+                      batch: int, blocked: bool = False) -> np.ndarray:
     """R (D, G*H, H), gate blocks in ``order``, rows times ``scale``, laid out for ``step_products``:
-    transposed to R^T (D, H, G*H) for a single batch row (cached; both contiguous)."""
+    transposed to R^T (D, H, G*H) for a single batch row; ``blocked``, each gate's R_g^T, (D, G, H, H)
+    (cached; all contiguous)."""
     def build(transposed: bool) -> np.ndarray:
         scaled = _gate_rows(r.astype(scale.dtype), order) * scale[:, None]
         return np.ascontiguousarray(scaled.transpose(0, 2, 1) if transposed else scaled)
+
+    def build_blocked() -> np.ndarray:
+        d, gh, h = r.shape
+        return np.ascontiguousarray(build(False).reshape(d, gh // h, h, h).transpose(0, 1, 3, 2))
+    if blocked:
+        return kernel.derived("r_blocked", (r,), build_blocked)
     if batch == 1:
         return kernel.derived("rt_scaled", (r,), lambda: build(True))
     return kernel.derived("r_scaled", (r,), lambda: build(False))
@@ -307,16 +338,24 @@ def step_products(weights: np.ndarray, states: np.ndarray, out: np.ndarray) -> l
     """Per step, (bound ndarray.dot, operand, output) computing R h_t into ``out`` (G*H, B) from
     ``states[t]`` (H, B): with one batch row as h^T R^T into out^T (the same memory; a row vector
     times R^T measured ~10% faster than R times a column). ndarray.dot makes the same BLAS call as
-    np.matmul with ~0.8 us less dispatch."""
+    np.matmul with ~0.8 us less dispatch. Gate-blocked ``weights`` (G, H, H) (see ``blocked_steps``)
+    take h_t (B, H) into ``out`` (G*B, H) as one batched np.matmul."""
+    if weights.ndim == 3:
+        blocks = out.reshape(weights.shape[0], -1, out.shape[1])
+        return [(functools.partial(np.matmul, h), weights, blocks) for h in states]
     if out.shape[1] == 1:
         return [(h.T.dot, weights, out.T) for h in states]
     return [(weights.dot, h, out) for h in states]
 
 
-def finish_direction(ys: np.ndarray, d: int, reverse: bool, states: np.ndarray) -> np.ndarray:
-    """Copy a direction's states (S + 1, H, B) (slot 0 initial, step order) into ``ys[:, d]``
-    (S, B, H) in time order; return the final h (B, H)."""
+def finish_direction(ys: np.ndarray, d: int, reverse: bool, states: np.ndarray,
+                     blocked: bool = False) -> np.ndarray:
+    """Copy a direction's states (S + 1, H, B) (slot 0 initial, step order; ``blocked``, (S + 1, B,
+    H)) into ``ys[:, d]`` (S, B, H) in time order; return the final h (B, H)."""
     steps = states[1:]
+    if blocked:
+        ys[:, d] = steps[::-1] if reverse else steps
+        return states[-1]
     ys[:, d] = (steps[::-1] if reverse else steps).transpose(0, 2, 1)
     return states[-1].T
 

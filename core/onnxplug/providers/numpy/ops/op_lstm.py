@@ -1,8 +1,8 @@
 import numpy as np
 
 from onnxplug.providers.numpy.blas import matmul
-from onnxplug.providers.numpy.ops._rnn_util import (RecurrentKernel, fast_feed, fast_outputs, finish_direction,
-                                                    gate_scale, recurrent_weights, step_products)
+from onnxplug.providers.numpy.ops._rnn_util import (RecurrentKernel, blocked_steps, fast_feed, fast_outputs,
+                                                    finish_direction, gate_scale, recurrent_weights, step_products)
 from onnxplug.providers.numpy.registry import op
 
 
@@ -71,18 +71,26 @@ class LSTM(RecurrentKernel):
         dtype = x.dtype
         hs = w.shape[1] // 4
         scale = gate_scale(self, hs, dtype)
-        feeds = fast_feed(self, x, w, b, scale, [True] * 4, _ORDER)
-        d_count, (seq, _, batch) = len(feeds), feeds[0].shape
-        weights = recurrent_weights(self, r, scale, _ORDER, batch)
+        batch = x.shape[0 if self.layout == 1 else 1]
+        blocked = blocked_steps(batch, hs)
+        feeds = fast_feed(self, x, w, b, scale, [True] * 4, _ORDER, blocked)
+        d_count, seq = len(feeds), feeds[0].shape[0]
+        weights = recurrent_weights(self, r, scale, _ORDER, batch, blocked)
         ys = np.empty((seq, d_count, batch, hs), dtype=dtype)
         h_last = np.empty((d_count, batch, hs), dtype=dtype)
         c_last = np.empty((d_count, batch, hs), dtype=dtype)
         for d in range(d_count):
-            states = np.empty((seq + 1, hs, batch), dtype=dtype)  # h^T per step, slot 0 the initial one
-            states[0] = 0 if h0 is None else (h0[:, d] if self.layout == 1 else h0[d]).T
-            c_first = 0 if c0 is None else (c0[:, d] if self.layout == 1 else c0[d]).T
-            c_last[d] = _lstm_direction(feeds[d], weights[d], states, c_first).T
-            h_last[d] = finish_direction(ys, d, self.is_reverse(d), states)
+            h_first = 0 if h0 is None else (h0[:, d] if self.layout == 1 else h0[d])
+            c_first = 0 if c0 is None else (c0[:, d] if self.layout == 1 else c0[d])
+            if blocked:  # h per step (B, H), slot 0 the initial one
+                states = np.empty((seq + 1, batch, hs), dtype=dtype)
+                states[0] = h_first
+                c_last[d] = _lstm_direction(feeds[d], weights[d], states, c_first)
+            else:  # h^T per step (H, B)
+                states = np.empty((seq + 1, hs, batch), dtype=dtype)
+                states[0] = np.transpose(h_first)
+                c_last[d] = _lstm_direction(feeds[d], weights[d], states, np.transpose(c_first)).T
+            h_last[d] = finish_direction(ys, d, self.is_reverse(d), states, blocked)
         if not seq:  # as onnxruntime: a sequence without steps ends in zero states
             h_last[...] = 0
             c_last[...] = 0
@@ -95,7 +103,8 @@ _ORDER = (1, 0, 2, 3)
 
 def _lstm_direction(feed: np.ndarray, weights: np.ndarray, states: np.ndarray, c_first) -> np.ndarray:
     """One direction of the fast path, gate-major: ``states[t + 1]`` (H, B) receives step t's h;
-    returns the final cell state (H, B).
+    returns the final cell state (H, B). Gate-blocked (``_rnn_util.blocked_steps``) the same code
+    runs on (B, H) blocks: ``states`` (S + 1, B, H), ``feed`` (S, 4B, H), the cell (B, H).
 
     ``feed`` (S, 4H, B) and ``weights`` (see ``step_products``) have the gates in the order o, i, f, c
     with o, i, f negated, so 1 + exp(gate) is 1 / sigmoid: the loop divides by it instead of
