@@ -228,8 +228,9 @@ class Prepared:
 # overflow it (measured: the two products of a batch-1 step 15 us stacked, 9 us one direction after
 # the other). Values are gate-major, (G*H, B): every gate is a contiguous block, so each elementwise
 # call takes numpy's contiguous fast path (a strided operand costs ~0.5 us more per call), and R h
-# with M = G*H rows beats h R^T at batch 8 (~20%). Sigmoids are 1 / (1 + exp(-x)) with the minus
-# folded into the weights: exp costs half of tanh per value.
+# with M = G*H rows beat h R^T at batch 8 (~20%, on an earlier test machine); on the later Xeon
+# the LSTM's batches of 4 to 12 run gate-blocked instead (see ``blocked_steps``). Sigmoids are
+# 1 / (1 + exp(-x)) with the minus folded into the weights: exp costs half of tanh per value.
 
 #: LSTM batches of this many rows, and fewer than BLOCKED_MAX_MACS multiply-adds per gate product, run
 #: their steps gate-blocked (see ``blocked_steps``).
