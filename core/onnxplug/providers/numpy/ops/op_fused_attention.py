@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -11,6 +10,7 @@ from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.blas import matmul, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._nn_util import ones_vector
 from onnxplug.providers.numpy.registry import op
 
 #: Row sums below this after the shared shift (see _shifted_exp) mean a row's own maximum was far
@@ -18,16 +18,9 @@ from onnxplug.providers.numpy.registry import op
 _SMALLEST_ROW_SUM = 1e-20
 
 
-@functools.lru_cache(maxsize=32)
-def _ones_column(length: int, dtype: np.dtype) -> np.ndarray:
-    ones = np.ones((length, 1), dtype=dtype)
-    ones.setflags(write=False)
-    return ones
-
-
 def _shifted_exp(scores: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
     """exp(scores + bias - shift) in place with one shift for the whole tensor (the largest score
-    plus the largest bias, an upper bound of every row's maximum), and the row sums as a column;
+    plus the largest bias, an upper bound of every row's maximum), and the row sums, one per row;
     None when that shift is not finite or a row would be left with too little (the caller then
     normalizes row by row).
 
@@ -45,7 +38,7 @@ def _shifted_exp(scores: np.ndarray, bias: np.ndarray | None) -> np.ndarray | No
         scores -= shift
     np.exp(scores, out=scores)
     length = scores.shape[-1]
-    sums = scores.reshape(-1, length).dot(_ones_column(length, scores.dtype))  # a BLAS product
+    sums = scores.reshape(-1, length).dot(ones_vector(length, scores.dtype))  # a BLAS product
     if not sums.min() >= _SMALLEST_ROW_SUM:  # also catches NaN
         return None
     return sums
