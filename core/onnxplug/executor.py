@@ -18,7 +18,7 @@ from onnxplug.errors import KernelError, OnnxplugError
 from onnxplug.ir import Graph
 from onnxplug.kernel import Kernel
 from onnxplug.partitioner import Group
-from onnxplug.plan_compiler import CompiledPlan
+from onnxplug.plan_compiler import CompiledLoop, CompiledPlan
 from onnxplug.provider import ExecutionProvider
 
 
@@ -185,11 +185,54 @@ def run_compiled(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] 
     except OnnxplugError:
         raise
     except Exception as e:
-        step = compiled.failed_step(e.__traceback__)
-        if step is None:
-            raise
+        _raise_for_step(compiled.failed_step(e.__traceback__), e)
+        raise
+
+
+def _raise_for_step(step: Step | None, error: Exception) -> None:
+    """Raise a KernelError naming the step a generated function failed in, if it is known."""
+    if step is not None:
         raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
-                          f"{type(e).__name__}: {e}") from e
+                          f"{type(error).__name__}: {error}") from error
+
+
+class SubgraphPlan:
+    """A planned subgraph (If branch, Loop or Scan body), as the session hands it to control-flow
+    kernels: a SubgraphRunner, ``plan(input_values, scope) -> output values``, and for a Loop body
+    ``run_loop``, which runs all the iterations in one generated function."""
+
+    def __init__(self, plan: Plan, graph: Graph) -> None:
+        self.plan = plan
+        self.input_names = [vi.name for vi in graph.inputs]
+        self.output_names = [vi.name for vi in graph.outputs]
+        #: the planned value of each graph output, in order (an output may be listed twice)
+        self._output_values = [plan.outputs[name] for name in self.output_names]
+        self._in_plan_order = self.output_names == list(plan.outputs)
+        self._loop: CompiledLoop | None = None
+
+    def __call__(self, inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
+        feeds = dict(zip(self.input_names, inputs))
+        if self._in_plan_order:
+            return list(run_compiled(self.plan, feeds, scope))
+        result = run_plan(self.plan, feeds, scope)
+        return [result[n] for n in self.output_names]
+
+    def run_loop(self, limit: int, use_cond: bool, cond: Any, carried: Sequence[Any],
+                 scope: Mapping[str, Any]) -> tuple[int, tuple, list[list]]:
+        """Run this Loop body (inputs: iteration number, condition, carried values) while
+        ``use_cond`` is false or its condition holds, for at most ``limit`` iterations, starting from
+        ``cond`` and ``carried``. Returns the iterations run, the last carried values, and per scan
+        output the list of its values."""
+        if self._loop is None:  # a race only builds it twice
+            self._loop = CompiledLoop(self.plan, _copy, self._output_values)
+        compiled = self._loop
+        try:
+            return compiled.function(limit, use_cond, cond, carried, scope)
+        except OnnxplugError:
+            raise
+        except Exception as e:
+            _raise_for_step(compiled.failed_step(e.__traceback__), e)
+            raise
 
 
 def _run_steps(plan: Plan, values: dict[str, Any], stats: RunStats | None) -> None:

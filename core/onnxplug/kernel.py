@@ -23,7 +23,9 @@ class KernelContext:
 
     provider: ExecutionProvider
     intra_op_num_threads: int = 0
-    #: Plans a subgraph (If branch, Loop or Scan body) with the session's providers.
+    #: Plans a subgraph (If branch, Loop or Scan body) with the session's providers. The session's
+    #: runners are ``executor.SubgraphPlan``s, which also run a Loop body's iterations in one call
+    #: (``run_loop``); a kernel should check for it, as other contexts may give plain callables.
     compile_subgraph: Callable[[Graph], SubgraphRunner] | None = None
     #: Initializers that feeds cannot override, by name, so a kernel can prepack its weights.
     constants: Mapping[str, Any] = field(default_factory=dict)

@@ -26,10 +26,10 @@ from onnxplug.errors import (
     UnknownInputError,
     UnsupportedOptionError,
 )
-from onnxplug.executor import Plan, RunStats, build_plan, run_compiled, run_plan
+from onnxplug.executor import Plan, RunStats, SubgraphPlan, build_plan, run_plan
 from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, ValueType, elem_type_of, load_model
 from onnxplug.ir.free_dims import input_dim_names, override_free_dimensions
-from onnxplug.kernel import Kernel, KernelContext, SubgraphRunner
+from onnxplug.kernel import Kernel, KernelContext
 from onnxplug.options import RunOptions, SessionOptions, _refuse_call
 from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.partitioner import Group, fused_subgraph, partition
@@ -157,20 +157,9 @@ class InferenceSession:
 
         return build_plan(graph, groups, make_kernel, outer), groups
 
-    def _compile_subgraph(self, graph: Graph) -> SubgraphRunner:
+    def _compile_subgraph(self, graph: Graph) -> SubgraphPlan:
         plan, _ = self._plan_graph(graph, graph.outer_scope_reads())
-        names = [vi.name for vi in graph.inputs]
-        outputs = [vi.name for vi in graph.outputs]
-
-        if outputs == list(plan.outputs):
-            def runner(inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
-                return list(run_compiled(plan, dict(zip(names, inputs)), scope))
-        else:  # an output listed twice
-            def runner(inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
-                result = run_plan(plan, dict(zip(names, inputs)), scope)
-                return [result[n] for n in outputs]
-
-        return runner
+        return SubgraphPlan(plan, graph)
 
     # --- onnxruntime's API ------------------------------------------------------------------------
 

@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
@@ -19,6 +21,8 @@ class Loop(NumpyKernel):
         super().__init__(node, context)
         self.body = compile_body(self, "body")
         self.graph = self.attr("body")
+        #: the session's body plans run all the iterations in one generated function
+        self.run_loop = getattr(self.body, "run_loop", None)
 
     def compute(self, max_trips=None, cond=None, *carried, scope=None):
         if max_trips is None:
@@ -31,6 +35,12 @@ class Loop(NumpyKernel):
         n_carried = len(carried)
         n_scan = len(self.graph.outputs) - 1 - n_carried
         body, scope = self.body, scope or {}
+        if self.run_loop is not None:
+            _, carried, scans = self.run_loop(sys.maxsize if limit is None else limit, cond is not None,
+                                              np.array(keep_going), carried, scope)
+            stacked = [_stack(s) if s else empty_like_output(self.graph, 1 + n_carried + k)
+                       for k, s in enumerate(scans)]
+            return tuple(carried) + tuple(stacked)
         state = [None, np.array(keep_going), *carried]  # the body's inputs: (i, cond, carried...)
         scans: list[list] = [[] for _ in range(n_scan)]
         i = 0
