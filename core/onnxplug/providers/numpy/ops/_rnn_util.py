@@ -11,11 +11,11 @@ LSTM (helpers at the end of this module) run one direction at a time instead.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import ISOLATED_THREADED_MACS, matmul
+from onnxplug.providers.numpy.blas import ISOLATED_THREADED_MACS, aligned, matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 
 Activation = Callable[[np.ndarray], np.ndarray]
@@ -106,13 +106,16 @@ class RecurrentKernel(NumpyKernel):
         self.default_acts = [n[0] for n in names_lower[:per_dir]] == [a.lower() for a in self.default_activations] \
             and all(n[0] == names_lower[i % per_dir][0] for i, n in enumerate(names_lower))
 
-    def derived(self, name: str, sources: Sequence[object], build: Callable[[], np.ndarray]) -> np.ndarray:
-        """``build()``, cached while ``sources`` are the very same objects as last time."""
+    def derived(self, name: str, sources: Sequence[object], build: Callable[[], Any]) -> Any:
+        """``build()``, cached while ``sources`` are the very same objects as last time; an array on
+        a cache-line boundary (the step products read R in place: see ``blas.ALIGNMENT``)."""
         entry = self._derived.get(name)
         if entry is not None and len(entry[0]) == len(sources) and all(
                 a is b for a, b in zip(entry[0], sources)):
             return entry[1]
         value = build()
+        if value.__class__ is np.ndarray:
+            value = aligned(value)
         self._derived[name] = (tuple(sources), value)
         return value
 
