@@ -131,13 +131,17 @@ def test_double_blocks_match_the_onnx_reference(x_shape, stride):
 @pytest.mark.parametrize("band_bytes", [1, 20_000, 1 << 30])
 @pytest.mark.parametrize("images", [1, 2, 5])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_calls, band_bytes, images, stride):
+@pytest.mark.parametrize("band_per_thread", [True, False])
+def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_calls, band_bytes, images, stride,
+                                          band_per_thread):
     """Bands of one output row, of a few rows and of the whole image, in units of one band (one
     image) or of a whole image (enough images for both threads), shared over two product threads
-    once the work is large: every output row matches onnxruntime."""
+    once the work is large; a single image in one band per thread (BAND_PER_THREAD): every output
+    row matches onnxruntime."""
     from onnxplug.providers.numpy import blas
 
     monkeypatch.setattr(_bottleneck, "BAND_BYTES", band_bytes)
+    monkeypatch.setattr(_bottleneck, "BAND_PER_THREAD", band_per_thread)
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 100_000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(_bottleneck)
@@ -146,6 +150,8 @@ def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_ca
     _run(proto, f32(*x_shape), tmp_path)
     out_rows = (30 - 1) // stride + 1
     rows = max(1, min(out_rows, band_bytes // (stride * 28 * 24 * 4)))
+    if band_per_thread and images == 1:
+        rows = -(-out_rows // 2)
     bands = -(-out_rows // rows)
     units = images if images >= 4 else images * bands
     assert shared == [(units, units > 1)], shared

@@ -227,10 +227,16 @@ def parallel_for(count: int, body: Callable[[int], None], macs: int) -> bool:
     ones a split product would wait for.
     """
     parts = min(PRODUCT_THREADS.threads, count)
-    if parts < 2 or macs < SPLIT_PRODUCT_MACS:
+    if parts < 2 or not worth_sharing(macs):
         return False
     _share(count, body, parts - 1)
     return True
+
+
+def worth_sharing(macs: int) -> bool:
+    """Whether ``parallel_for`` shares work of ``macs`` multiply-adds in all over the product
+    threads (given units for them all)."""
+    return PRODUCT_THREADS.threads > 1 and macs >= SPLIT_PRODUCT_MACS
 
 
 def _share(count: int, body: Callable[[int], None], helpers: int) -> None:

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
+from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for, worth_sharing
 from onnxplug.providers.numpy.ops._channels_last import (BIAS_TILE, DepthwiseWeights, PointwiseWeights,
                                                          add_bias_rows, column_tap_groups, conv_1x1_nhwc,
                                                          depthwise_nhwc, sum_taps)
@@ -38,6 +38,11 @@ from onnxplug.providers.numpy.ops.op_fused_conv import ResidualActivation
 #: paired at batch 8 / 1, 1 MB against 512 KB bands 0.820 / 0.937, 2 MB against 1 MB 0.95 / 0.99,
 #: 4 MB against 2 MB 0.98 / 0.98 (within the noise: quartiles 0.90-1.05 and 0.91-1.10).
 BAND_BYTES = 2 << 20
+#: A single image large enough to share (``parallel_for``) goes in one band per product thread,
+#: whatever BAND_BYTES says: alone, MobileNetV2's 56 x 56 24 -> 144 block took 1.20-1.24 ms in two
+#: bands against 1.72-1.77 in one (and 1.40-1.45 in three or four), its stride-2 112 x 112 16 -> 96
+#: one 1.46 against 1.77 in three; in the model at batch 1, paired: 0.956.
+BAND_PER_THREAD = True
 #: Output positions per image below which the block runs as its three kernels.
 MIN_FUSED_OUTPUTS = 196
 
@@ -117,7 +122,10 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     for t in range(s):
         lo, hi = -(-(1 - t) // s), -(-(wd + 1 - t) // s)
         phases.append((t, lo, hi, s * lo + t - 1))
+    macs = n * oh * ow * (s * s * cin * ce + 9 * ce * 4 + ce * cout)
     rows = max(1, min(oh, BAND_BYTES // (s * wd * ce * dtype.itemsize)))
+    if BAND_PER_THREAD and n == 1 and worth_sharing(macs):
+        rows = -(-oh // PRODUCT_THREADS.threads)
     bands = -(-oh // rows)
     span = (rows - 1) * s + 3  # padded rows a full band reads
     row = pw * ce
@@ -167,7 +175,6 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
 
     per_image = n >= 2 * PRODUCT_THREADS.threads  # enough images to share: fewer, larger units
     units = n if per_image else n * bands
-    macs = n * oh * ow * (s * s * cin * ce + 9 * ce * 4 + ce * cout)
     if not parallel_for(units, unit, macs):
         for u in range(units):
             unit(u)
