@@ -188,3 +188,30 @@ def test_an_error_in_the_body_names_its_node():
         session.run(None, feeds_for(model, 2))
     # no iteration: nothing fails
     np.testing.assert_array_equal(session.run(None, feeds_for(model, 0))[0], feeds_for(model, 0)["s0"])
+
+
+def test_a_body_with_copies_between_devices():
+    # the body's Add runs on the mixing provider's second device: its plan has copy steps, named in
+    # the generated loop beside the scan outputs' lists
+    from onnxplug.plugins import get_catalog
+    from tests.mixing_provider import MixingProvider
+
+    get_catalog().register(MixingProvider, "tests")
+    try:
+        body = helper.make_graph(
+            [helper.make_node("Add", ["s_in", "x"], ["s_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+             helper.make_node("Neg", ["s_out"], ["neg"])],
+            "body", [vi("i", I64, []), vi("cond_in", B, []), vi("s_in", F, [3])],
+            [vi("cond_out", B, []), vi("s_out", F, [3]), vi("neg", F, [3]), vi("s_out", F, [3])])
+        model = loop_model(body, ["s0"], [("s", F, [3]), ("negs", F, [None, 3]), ("sums", F, [None, 3])])
+        session = ort.InferenceSession(model.SerializeToString(), providers=[("mixing", {"claim": "Add"})])
+        (loop,) = [s.kernel for s in session._plan.steps if isinstance(s.kernel, Loop)]
+        assert any(step.kind == "copy" for step in loop.body.plan.steps)
+        feeds = feeds_for(model, 3)
+        s, negs, sums = session.run(None, feeds)
+        expected = [feeds["s0"] + X * (k + 1) for k in range(3)]
+        np.testing.assert_allclose(s, expected[-1], rtol=1e-6)
+        np.testing.assert_allclose(sums, np.stack(expected), rtol=1e-6)
+        np.testing.assert_allclose(negs, -np.stack(expected), rtol=1e-6)
+    finally:
+        get_catalog().providers.pop("mixing", None)

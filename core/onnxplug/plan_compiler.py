@@ -117,7 +117,7 @@ class CompiledLoop(_GeneratedFunction):
         writer.line(f"{w(cond)} = cond")
         if carried:
             writer.line(f"{writer.tuple_of(carried, ident=True)} = carried")
-        lists = [f"s{k}" for k in range(len(scans))]
+        lists = [f"scan{k}" for k in range(len(scans))]  # (s<i> names copy steps)
         for name in lists:
             writer.line(f"{name} = []")
         writer.line("i = 0")
