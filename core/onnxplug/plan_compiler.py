@@ -36,8 +36,8 @@ def _first(result: tuple) -> Any:
     return result[0] if result else None
 
 
-def _as_bool(value: Any) -> bool:
-    """A Loop condition (any shape with one element) as a Python bool."""
+def as_bool(value: Any) -> bool:
+    """A condition tensor (any shape with one element) as a Python bool: a Loop's, an If's."""
     if value.__class__ is np.ndarray and value.ndim == 0:
         return bool(value)
     return bool(np.asarray(value).reshape(-1)[0])
@@ -62,7 +62,7 @@ class _GeneratedFunction:
         namespace: dict[str, Any] = {}
         factory_args = ", ".join(writer.closure)
         code = f"def _factory({factory_args}):\n{writer.source()}\n    return {name}\n"
-        helpers = {"_copy": copy, "_first": _first, "_outputs": _outputs, "_as_bool": _as_bool,
+        helpers = {"_copy": copy, "_first": _first, "_outputs": _outputs, "_as_bool": as_bool,
                    "_array": np.array, "_int64": np.dtype(np.int64)}
         exec(compile(code, self.filename, "exec"), helpers, namespace)
         self.function = namespace["_factory"](*writer.closure.values())

@@ -54,8 +54,9 @@ _SMALL = 4096
 BLOCKS_PER_THREAD = 1
 #: Narrowest block a split may produce (columns or rows): BLAS kernels work in panels of 8-16.
 _MIN_BLOCK = 16
-#: Byte alignment of kept weights and scratch: a cache line, as wide as an AVX-512 vector. OpenBLAS's
-#: gemv and small-matrix kernels read the matrix in place, where malloc's 16-byte alignment costs:
+#: Byte alignment of the recurrent kernels' kept weights: a cache line, as wide as an AVX-512
+#: vector. OpenBLAS's gemv and small-matrix kernels read the matrix in place, where malloc's 16-byte
+#: alignment costs:
 #: h^T (1 x 128) @ R^T (128 x 384) 2.5 us on a cache-line boundary, 3.4 us 16 or 48 bytes past one;
 #: a gate-blocked LSTM step (8 x 128 @ 4 x 128 x 128) 7.2 against 10.6 us.
 ALIGNMENT = 64

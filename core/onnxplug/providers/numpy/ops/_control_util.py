@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from onnxplug.kernel import SubgraphRunner
@@ -29,8 +27,3 @@ def empty_like_output(graph, index: int, lead: tuple[int, ...] = (0,)) -> np.nda
     return np.zeros(lead + tail, dtype=dtype)
 
 
-def as_bool(value: Any) -> bool:
-    """A condition tensor (any shape with one element) as a Python bool."""
-    if value.__class__ is np.ndarray and value.ndim == 0:
-        return bool(value)
-    return bool(np.asarray(value).reshape(-1)[0])

@@ -1,5 +1,6 @@
+from onnxplug.plan_compiler import as_bool
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._control_util import as_bool, compile_body
+from onnxplug.providers.numpy.ops._control_util import compile_body
 from onnxplug.providers.numpy.registry import op
 
 

@@ -2,8 +2,9 @@ import sys
 
 import numpy as np
 
+from onnxplug.plan_compiler import as_bool
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._control_util import as_bool, compile_body, empty_like_output
+from onnxplug.providers.numpy.ops._control_util import compile_body, empty_like_output
 from onnxplug.providers.numpy.registry import op
 
 
