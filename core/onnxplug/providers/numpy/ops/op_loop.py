@@ -34,29 +34,31 @@ class Loop(NumpyKernel):
             limit = int(np.asarray(max_trips).reshape(-1)[0])
         keep_going = True if cond is None else as_bool(cond)
         n_carried = len(carried)
+        run = self.run_loop or self._iterate
+        _, carried, scans = run(sys.maxsize if limit is None else limit, cond is not None, np.array(keep_going),
+                                carried, scope or {})
+        stacked = [_stack(s) if s else empty_like_output(self.graph, 1 + n_carried + k)
+                   for k, s in enumerate(scans)]
+        return tuple(carried) + tuple(stacked)
+
+    def _iterate(self, limit, use_cond, cond, carried, scope):
+        """``run_loop``'s work for a runner without it: the body called once per iteration."""
+        n_carried = len(carried)
         n_scan = len(self.graph.outputs) - 1 - n_carried
-        body, scope = self.body, scope or {}
-        if self.run_loop is not None:
-            _, carried, scans = self.run_loop(sys.maxsize if limit is None else limit, cond is not None,
-                                              np.array(keep_going), carried, scope)
-            stacked = [_stack(s) if s else empty_like_output(self.graph, 1 + n_carried + k)
-                       for k, s in enumerate(scans)]
-            return tuple(carried) + tuple(stacked)
-        state = [None, np.array(keep_going), *carried]  # the body's inputs: (i, cond, carried...)
+        keep_going = as_bool(cond) if use_cond else True
+        state = [None, cond, *carried]  # the body's inputs: (i, cond, carried...)
         scans: list[list] = [[] for _ in range(n_scan)]
         i = 0
-        while keep_going and (limit is None or i < limit):
+        while keep_going and i < limit:
             state[0] = np.array(i, dtype=np.int64)
-            out = body(state, scope)
+            out = self.body(state, scope)
             state[1:] = out[:1 + n_carried]
             for k in range(n_scan):
                 scans[k].append(out[1 + n_carried + k])
-            if cond is not None:
+            if use_cond:
                 keep_going = as_bool(out[0])
             i += 1
-        stacked = [_stack(s) if s else empty_like_output(self.graph, 1 + n_carried + k)
-                   for k, s in enumerate(scans)]
-        return tuple(state[2:]) + tuple(stacked)
+        return i, tuple(state[2:]), scans
 
 
 def _stack(values: list) -> np.ndarray:
