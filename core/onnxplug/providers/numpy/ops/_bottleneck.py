@@ -72,10 +72,11 @@ class Activation:
 
     def __init__(self, name: str, params: Sequence[float]) -> None:
         self.epilogue = ResidualActivation(None, name, list(params)) if name else None
+        self._activate = self.epilogue.activate if self.epilogue is not None else None
 
     def __call__(self, view: np.ndarray) -> None:
-        if self.epilogue is not None:
-            self.epilogue(view, ())
+        if self._activate is not None:
+            self._activate(view)
 
 
 def inverted_bottleneck(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray,
@@ -121,7 +122,9 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     phases = []
     for t in range(s):
         lo, hi = -(-(1 - t) // s), -(-(wd + 1 - t) // s)
-        phases.append((t, lo, hi, s * lo + t - 1))
+        first = s * lo + t - 1
+        bias = None if b1 is None else weights.bias_row(b1, hi - lo)
+        phases.append((t, lo, hi, slice(first, first + s * (hi - lo - 1) + 1, s), bias))
     macs = n * oh * ow * (s * s * cin * ce + 9 * ce * 4 + ce * cout)
     rows = max(1, min(oh, BAND_BYTES // (s * wd * ce * dtype.itemsize)))
     if BAND_PER_THREAD and n == 1 and worth_sharing(macs):
@@ -152,27 +155,31 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
             padded[:, :a - top] = 0
         if b < top + need:
             padded[:, b - top:] = 0
-        for t, lo, hi, first in phases:
+        for t, lo, hi, columns, bias in phases:
             plane = padded[t, a - top:b - top]
-            plane[:, :lo] = 0
-            plane[:, hi:] = 0
+            if lo:
+                plane[:, :lo] = 0
+            if hi < pw:
+                plane[:, hi:] = 0
             dst = plane[:, lo:hi]
-            np.matmul(x[i, a:b, first:first + s * (hi - lo - 1) + 1:s], w_expand, out=dst)
-            if b1 is not None:
+            np.matmul(x[i, a:b, columns], w_expand, out=dst)
+            if bias is not None:
                 flat = dst.reshape(b - a, (hi - lo) * ce)  # rows of contiguous runs: a view
-                flat += weights.bias_row(b1, hi - lo)
+                flat += bias
             expand_act(dst)
         sum_taps(padded, groups, tiles, s, 1, filtered, part)
         if filter_row is not None:
             filtered += filter_row
         depthwise_act(filtered)
         target = out[i, r0:r0 + nr].reshape(nr * ow, cout)
-        np.matmul(filtered.reshape(nr * ow, ce), w_project, out=target)
+        project(filtered.reshape(nr * ow, ce), w_project, target)
         if project_row is not None:
             add_bias_rows(target, project_row)
         if finish is not None:
             finish(out[i, r0:r0 + nr], (i, slice(r0, r0 + nr)))
 
+    # ndarray.dot dispatches faster than np.matmul, but takes only an output of its result's dtype
+    project = np.ndarray.dot if w_project.dtype == dtype else np.matmul
     per_image = n >= 2 * PRODUCT_THREADS.threads  # enough images to share: fewer, larger units
     units = n if per_image else n * bands
     if not parallel_for(units, unit, macs):

@@ -28,11 +28,11 @@ import math
 from typing import Callable, Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from onnxplug.optimizer.functions import channels_first_perm, channels_last_perm
 from onnxplug.providers.numpy.blas import matmul, parallel_for
 from onnxplug.providers.numpy.ops._scratch import ThreadScratch
+from onnxplug.providers.numpy.ops._strided import strided_view
 
 #: ``epilogue(view, index)``: residual and activation in place on ``out[index]`` = ``view``.
 Epilogue = Callable[[np.ndarray, tuple], None]
@@ -92,8 +92,8 @@ def sum_taps(phases: np.ndarray, groups: list[_TapGroup], tiles: list[np.ndarray
     c, item = phases.shape[-1], phases.itemsize
     row = phases.shape[2] * c
     for k, g in enumerate(groups):
-        view = as_strided(phases[g.phase].reshape(-1)[g.first * c:], shape=(kh, len(g.columns), rows, width),
-                          strides=(row_dilation * row * item, g.step * c * item, row_stride * row * item, item))
+        view = strided_view(phases[g.phase], (kh, len(g.columns), rows, width),
+                            (row_dilation * row * item, g.step * c * item, row_stride * row * item, item), g.first * c)
         np.einsum("abij,abj->ij", view, tiles[k], out=target if k == 0 else part)
         if k:
             target += part
@@ -240,8 +240,7 @@ def conv_dense_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strid
         r0, r1 = band * rows, min(oh, band * rows + rows)
         pixels = (r1 - r0) * ow
         cols = _scratch(dtype, rows_w * pixels).reshape(rows_w, pixels)
-        win = as_strided(xp[i, r0 * sh:], shape=(kh, kw, c, r1 - r0, ow),
-                         strides=(dh * s_h, dw * s_w, s_c, sh * s_h, sw * s_w))
+        win = strided_view(xp[i, r0 * sh:], (kh, kw, c, r1 - r0, ow), (dh * s_h, dw * s_w, s_c, sh * s_h, sw * s_w))
         np.copyto(cols[:taps].reshape(kh, kw, c, r1 - r0, ow), win)
         if rows_w > taps:
             cols[taps] = 1

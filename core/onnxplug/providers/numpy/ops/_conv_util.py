@@ -29,8 +29,8 @@ from onnxplug.providers.numpy.ops import _padded_rows
 from onnxplug.providers.numpy.ops._depthwise import Epilogue, depthwise_conv
 from onnxplug.providers.numpy.ops._row_products import row_products_weights
 from onnxplug.providers.numpy.ops._scratch import SCRATCH_KEEP_SHAPE_BYTES, keep, kept_scratch
+from onnxplug.providers.numpy.ops._strided import strided_view
 from onnxplug.providers.numpy.ops._winograd import transform_weights, winograd_conv, winograd_fits
-from numpy.lib.stride_tricks import as_strided
 
 
 def conv_pads(node_attr, in_spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
@@ -206,11 +206,7 @@ def windows(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
     shape = xp.shape[:lead] + tuple(out) + tuple(kernel)
     strides = st[:lead] + tuple(st[lead + i] * strides[i] for i in range(nd)) + \
         tuple(st[lead + i] * dilations[i] for i in range(nd))
-    if not xp.flags.c_contiguous:
-        return as_strided(xp, shape, strides, writeable=False)
-    view = np.ndarray(shape, xp.dtype, buffer=xp, strides=strides)  # as_strided, 3x cheaper
-    view.flags.writeable = False
-    return view
+    return strided_view(xp, shape, strides)
 
 
 def im2col(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],

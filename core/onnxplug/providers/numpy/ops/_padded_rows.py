@@ -13,7 +13,6 @@ import threading
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul
@@ -21,6 +20,7 @@ from onnxplug.providers.numpy.ops import _row_products
 from onnxplug.providers.numpy.ops._depthwise import Epilogue
 from onnxplug.providers.numpy.ops._row_products import RowProductsScratch, row_products
 from onnxplug.providers.numpy.ops._scratch import SCRATCH_KEEP_SHAPE_BYTES, keep, kept_scratch
+from onnxplug.providers.numpy.ops._strided import strided_view
 
 if TYPE_CHECKING:
     from onnxplug.providers.numpy.ops._conv_util import BiasedWeights
@@ -99,8 +99,8 @@ class _RowsScratch:
             lead, lead_strides, inner, inner_strides = (group,), (cg * plane * it,), (n, p), (c * plane * it, it)
         else:
             lead, lead_strides, inner, inner_strides = (n, group), (c * plane * it, cg * plane * it), (p,), (it,)
-        self.windows = as_strided(padded, lead + (cg, kh, kw) + inner,
-                                  lead_strides + (plane * it, dh * wp * it, dw * it) + inner_strides, writeable=False)
+        self.windows = strided_view(padded, lead + (cg, kh, kw) + inner,
+                                    lead_strides + (plane * it, dh * wp * it, dw * it) + inner_strides)
         positions = math.prod(inner)
         self.columns = np.empty(lead + (taps + bias, positions), dtype)
         if bias:

@@ -26,11 +26,11 @@ import math
 from typing import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._depthwise import Epilogue
 from onnxplug.providers.numpy.ops._scratch import ThreadScratch
+from onnxplug.providers.numpy.ops._strided import strided_view
 
 #: False sends every convolution to the other paths (a switch for A/B measurements and tests).
 WINOGRAD = True
@@ -215,8 +215,7 @@ class _Scratch:
         padded[:, :, top:top + hi - lo, :left] = 0
         padded[:, :, top:top + hi - lo, left + wd:] = 0
         st = padded.strides
-        self.windows = as_strided(padded, (6, 6, c, n, tb, tw), (st[2], st[3], st[0], st[1], 4 * st[2], 4 * st[3]),
-                                  writeable=False)
+        self.windows = strided_view(padded, (6, 6, c, n, tb, tw), (st[2], st[3], st[0], st[1], 4 * st[2], 4 * st[3]))
 
 
 #: Scratch of up to this many bytes is kept per thread between calls.

@@ -12,6 +12,24 @@ from onnxplug.ir import Node
 ACTIVATIONS = frozenset({"", "Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid"})
 
 
+#: numpy's clip ufunc, called directly: ``np.clip`` reaches it through three Python-level wrappers,
+#: ~4 us a call (a ReLU6 of 7 x 7 x 960 values: 12.9 us through np.clip and np.finfo, 8.8 direct).
+_CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", None) or np.clip
+_BOUNDS: dict[tuple[np.dtype, tuple[float, ...]], tuple[np.generic, np.generic]] = {}
+
+
+def _clip_bounds(dtype: np.dtype, params: tuple[float, ...]) -> tuple[np.generic, np.generic]:
+    """Clip's (low, high) as scalars of ``dtype``, missing or infinite bounds at its finite range."""
+    key = (dtype, params)
+    bounds = _BOUNDS.get(key)
+    if bounds is None:
+        low = params[0] if len(params) > 0 else -np.inf
+        high = params[1] if len(params) > 1 else np.inf
+        info = np.finfo(dtype)
+        bounds = _BOUNDS[key] = (dtype.type(max(low, info.min)), dtype.type(min(high, info.max)))
+    return bounds
+
+
 def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.ndarray:
     """Apply the activation to ``y``, in place when ``y`` is writable; keeps the dtype."""
     if not y.flags.writeable:
@@ -21,10 +39,8 @@ def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.nd
     if name == "Relu":
         return np.maximum(y, 0, out=y)
     if name == "Clip":
-        low = params[0] if len(params) > 0 else -np.inf
-        high = params[1] if len(params) > 1 else np.inf
-        return np.clip(y, y.dtype.type(max(low, np.finfo(y.dtype).min)),
-                       y.dtype.type(min(high, np.finfo(y.dtype).max)), out=y)
+        low, high = _clip_bounds(y.dtype, tuple(params[:2]))
+        return _CLIP(y, low, high, out=y)
     if name == "LeakyRelu":
         alpha = y.dtype.type(params[0] if params else 0.01)
         return np.where(y < 0, y * alpha, y).astype(y.dtype, copy=False)

@@ -28,7 +28,7 @@ class ResidualActivation:
     def __call__(self, view: np.ndarray, index: tuple) -> None:
         if self.z is not None:
             view += self.z[index]
-        self._activate(view)
+        self.activate(view)
 
     def copy_out(self, src: np.ndarray, dst: np.ndarray, index: tuple) -> None:
         """``dst = activation(src + z[index])``: the copy of a result out of scratch done in the
@@ -37,14 +37,15 @@ class ResidualActivation:
         if self.z is not None:
             z = self.z[index]
             np.add(src, z if z.shape == dst.shape else z.reshape(dst.shape), out=dst)
-            self._activate(dst)
+            self.activate(dst)
         elif self.name == "Relu":
             np.maximum(src, zeros_operand(dst.shape, dst.dtype), out=dst)
         else:
             np.copyto(dst, src)
-            self._activate(dst)
+            self.activate(dst)
 
-    def _activate(self, view: np.ndarray) -> None:
+    def activate(self, view: np.ndarray) -> None:
+        """The activation alone, in place on ``view``."""
         if self.name == "Relu":
             np.maximum(view, zeros_operand(view.shape, view.dtype), out=view)
         elif self.name:
