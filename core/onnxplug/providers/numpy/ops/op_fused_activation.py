@@ -26,7 +26,7 @@ def _clip_bounds(dtype: np.dtype, params: tuple[float, ...]) -> tuple[np.generic
         low = params[0] if len(params) > 0 else -np.inf
         high = params[1] if len(params) > 1 else np.inf
         info = np.finfo(dtype)
-        bounds = _BOUNDS[key] = (dtype.type(max(low, info.min)), dtype.type(min(high, info.max)))
+        bounds = _BOUNDS[key] = (dtype.type(max(low, float(info.min))), dtype.type(min(high, float(info.max))))
     return bounds
 
 
