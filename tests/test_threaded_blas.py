@@ -57,7 +57,7 @@ def test_gemm_reads_blas_layouts_in_place_and_matches_numpy(two_threads, dtype, 
 
 
 @pytest.mark.parametrize("case", ["int", "mixed", "3-D", "empty", "every other column", "reversed",
-                                  "aliased out", "wrong out shape"])
+                                  "aliased out", "wrong out shape", "misaligned"])
 def test_gemm_declines_what_blas_cannot_take(two_threads, case):
     """None (the caller then uses numpy), never a wrong product."""
     rng = np.random.default_rng(1)
@@ -81,6 +81,11 @@ def test_gemm_declines_what_blas_cannot_take(two_threads, case):
         out = a
     elif case == "wrong out shape":
         out = np.empty((20, 40), np.float32)
+    elif case == "misaligned":  # float32 values starting 2 bytes into a buffer
+        shifted = np.zeros(a.nbytes + 4, np.uint8)[2:2 + a.nbytes].view(np.float32).reshape(a.shape)
+        shifted[...] = a
+        a = shifted
+        assert not a.flags.aligned
     assert two_threads.gemm(a, b, out) is None
 
 
