@@ -64,24 +64,25 @@ def to_last(x: np.ndarray) -> np.ndarray:
 class _TapGroup:
     """The kernel columns that read one column phase, as one strided view of the phase scratch."""
 
-    def __init__(self, phase: int, columns: list[int], first: int, step: int) -> None:
+    def __init__(self, phase: int, columns: tuple[int, ...], first: int, step: int) -> None:
         self.phase, self.columns, self.first, self.step = phase, columns, first, step
 
 
-def column_tap_groups(kw: int, sw: int, dw: int) -> list[_TapGroup]:
+@functools.lru_cache(maxsize=64)
+def column_tap_groups(kw: int, sw: int, dw: int) -> tuple[_TapGroup, ...]:
     """The kernel's columns grouped by the column phase they read. Column phase t holds padded
     columns t, t + sw, ...; kernel column j reads phase (j*dw) % sw from column (j*dw) // sw on. At
-    stride 1 there is one phase: the padded image."""
+    stride 1 there is one phase: the padded image. Kept per geometry (every depthwise call asks)."""
     groups = []
     for t in range(sw):
         cols = [j for j in range(kw) if j * dw % sw == t]
         if cols:
             firsts = [j * dw // sw for j in cols]
-            groups.append(_TapGroup(t, cols, firsts[0], firsts[1] - firsts[0] if len(cols) > 1 else 0))
-    return groups
+            groups.append(_TapGroup(t, tuple(cols), firsts[0], firsts[1] - firsts[0] if len(cols) > 1 else 0))
+    return tuple(groups)
 
 
-def sum_taps(phases: np.ndarray, groups: list[_TapGroup], tiles: list[np.ndarray], row_stride: int,
+def sum_taps(phases: np.ndarray, groups: Sequence[_TapGroup], tiles: list[np.ndarray], row_stride: int,
              row_dilation: int, target: np.ndarray, part: np.ndarray | None) -> None:
     """``target`` (output rows, OW * C) = a depthwise layer's sum over its taps, read in place from
     ``phases`` (column phase, padded rows, phase columns, C; each phase contiguous): one einsum per
@@ -107,7 +108,7 @@ class DepthwiseWeights:
     def __init__(self) -> None:
         self._cached: tuple[object, object, int, list[np.ndarray], np.ndarray | None] | None = None
 
-    def get(self, w: np.ndarray, bias: np.ndarray | None, ow: int, groups: list[_TapGroup], dtype: np.dtype
+    def get(self, w: np.ndarray, bias: np.ndarray | None, ow: int, groups: Sequence[_TapGroup], dtype: np.dtype
             ) -> tuple[list[np.ndarray], np.ndarray | None]:
         cached = self._cached
         if cached is not None and cached[0] is w and cached[1] is bias and cached[2] == ow:
@@ -299,7 +300,8 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
     pixels (whole images, or bands of an image's rows), each with its own copy, bias and epilogue
     while its output is still in cache: MobileNetV2's 16 -> 96 expansion at batch 8 took 4.9-5.5 ms
     so, 9.4 ms as one split product followed by whole passes, which are memory-bound."""
-    sampled = x[(slice(None),) + tuple(slice(None, None, s) for s in strides)] if any(s != 1 for s in strides) else x
+    strided = strides[0] != 1 or strides[1] != 1 if len(strides) == 2 else any(s != 1 for s in strides)
+    sampled = x[(slice(None),) + tuple(slice(None, None, s) for s in strides)] if strided else x
     cin, cout = wt.shape
     m = math.prod(sampled.shape[:-1])
     out = np.empty(sampled.shape[:-1] + (cout,), dtype=np.result_type(x.dtype, wt.dtype))
