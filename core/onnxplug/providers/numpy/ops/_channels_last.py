@@ -45,6 +45,10 @@ BIAS_TILE = 64
 
 _SCRATCH = ThreadScratch(32 << 20)
 
+#: numpy's C einsum without the Python wrapper and its array-function dispatch (~0.9 us a call:
+#: 2.2 against 1.3 us on a tiny sum); np.einsum where numpy does not expose it.
+_EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", None) or np.einsum
+
 
 def _scratch(dtype: np.dtype, size: int) -> np.ndarray:
     """``size`` elements of ``dtype`` from a buffer this thread keeps across calls."""
@@ -95,7 +99,7 @@ def sum_taps(phases: np.ndarray, groups: Sequence[_TapGroup], tiles: list[np.nda
     for k, g in enumerate(groups):
         view = strided_view(phases[g.phase], (kh, len(g.columns), rows, width),
                             (row_dilation * row * item, g.step * c * item, row_stride * row * item, item), g.first * c)
-        np.einsum("abij,abj->ij", view, tiles[k], out=target if k == 0 else part)
+        _EINSUM("abij,abj->ij", view, tiles[k], out=target if k == 0 else part)
         if k:
             target += part
 

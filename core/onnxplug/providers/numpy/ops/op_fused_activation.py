@@ -30,6 +30,12 @@ def _clip_bounds(dtype: np.dtype, params: tuple[float, ...]) -> tuple[np.generic
     return bounds
 
 
+def clip_in_place(y: np.ndarray, params: tuple[float, ...]) -> np.ndarray:
+    """Clip with ``params`` (low[, high]) applied to the writable ``y`` in place."""
+    low, high = _clip_bounds(y.dtype, params)
+    return _CLIP(y, low, high, out=y)
+
+
 def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.ndarray:
     """Apply the activation to ``y``, in place when ``y`` is writable; keeps the dtype."""
     if not y.flags.writeable:
@@ -39,8 +45,7 @@ def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.nd
     if name == "Relu":
         return np.maximum(y, 0, out=y)
     if name == "Clip":
-        low, high = _clip_bounds(y.dtype, tuple(params[:2]))
-        return _CLIP(y, low, high, out=y)
+        return clip_in_place(y, tuple(params[:2]))
     if name == "LeakyRelu":
         alpha = y.dtype.type(params[0] if params else 0.01)
         return np.where(y < 0, y * alpha, y).astype(y.dtype, copy=False)

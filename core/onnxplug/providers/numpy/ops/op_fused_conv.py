@@ -10,7 +10,7 @@ from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._conv_util import BiasedWeights, ConvAttributes, conv_nd, constant_inputs, zeros_operand
-from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation
+from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation, clip_in_place
 from onnxplug.providers.numpy.registry import op
 
 
@@ -24,6 +24,7 @@ class ResidualActivation:
 
     def __init__(self, z: np.ndarray | None, name: str, params: Sequence[float]) -> None:
         self.z, self.name, self.params = z, name, params
+        self._clip = tuple(params[:2]) if name == "Clip" else None
 
     def __call__(self, view: np.ndarray, index: tuple) -> None:
         if self.z is not None:
@@ -48,6 +49,8 @@ class ResidualActivation:
         """The activation alone, in place on ``view``."""
         if self.name == "Relu":
             np.maximum(view, zeros_operand(view.shape, view.dtype), out=view)
+        elif self._clip is not None and view.flags.writeable:
+            clip_in_place(view, self._clip)
         elif self.name:
             result = apply_activation(view, self.name, self.params)
             if result is not view:
