@@ -173,11 +173,18 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
             epilogue(out[i], (i,))
 
     # einsum and numpy's copies release the GIL: large batches go image by image on both threads
-    if not parallel_for(n, image, out.size * kh * kw * 4):
+    if not parallel_for(n, image, out.size * kh * kw * DEPTHWISE_MACS_PER_TAP):
         for i in range(n):
             image(i)
     return out
 
+
+#: A depthwise tap's cost per output value, in multiply-adds of a product (einsum's tap sums run at
+#: ~5 G multiply-adds/s), for sharing images over the product threads (``parallel_for``).
+#: MobileNetV2's 7 x 7 x 960 layers at batch 8 then go to both threads (alone: 1016-1032 against
+#: 777-795 us); the stride-2 14 x 14 x 576 one stays on one (957-983 us; shared 1218-1227, its
+#: shorter calls waiting for the GIL). In the model at batch 8, paired against 4: 0.992.
+DEPTHWISE_MACS_PER_TAP = 12
 
 #: Dense convolutions with at most this many input channels run channels-last (conv_dense_nhwc):
 #: taps-major columns copy runs of the output width, which suits a few channels; with many, the
