@@ -129,19 +129,21 @@ def test_double_blocks_match_the_onnx_reference(x_shape, stride):
 
 
 @pytest.mark.parametrize("band_bytes", [1, 20_000, 1 << 30])
-@pytest.mark.parametrize("images", [1, 2, 5])
+@pytest.mark.parametrize("images", [1, 2, 5, 8])
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("band_per_thread", [True, False])
+@pytest.mark.parametrize("images_per_unit", [1, 4])
 def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_calls, band_bytes, images, stride,
-                                          band_per_thread):
+                                          band_per_thread, images_per_unit):
     """Bands of one output row, of a few rows and of the whole image, in units of one band (one
-    image) or of a whole image (enough images for both threads), shared over two product threads
-    once the work is large; a single image in one band per thread (BAND_PER_THREAD): every output
-    row matches onnxruntime."""
+    image), of a whole image (enough images for both threads) or of several whole images (small
+    ones, IMAGES_PER_UNIT), shared over two product threads once the work is large; a single image
+    in one band per thread (BAND_PER_THREAD): every output row matches onnxruntime."""
     from onnxplug.providers.numpy import blas
 
     monkeypatch.setattr(_bottleneck, "BAND_BYTES", band_bytes)
     monkeypatch.setattr(_bottleneck, "BAND_PER_THREAD", band_per_thread)
+    monkeypatch.setattr(_bottleneck, "IMAGES_PER_UNIT", images_per_unit)
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 100_000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(_bottleneck)
@@ -154,6 +156,8 @@ def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_ca
         rows = -(-out_rows // 2)
     bands = -(-out_rows // rows)
     units = images if images >= 4 else images * bands
+    if images >= 4 and bands == 1:
+        units = -(-images // _bottleneck._images_per_unit(images, 2, band_bytes // (out_rows * stride * 28 * 24 * 4)))
     assert shared == [(units, units > 1)], shared
 
 
@@ -198,3 +202,11 @@ def test_concurrent_runs_of_one_session_equal_serial_ones():
     for t in threads:
         t.join()
     assert not mismatches
+
+
+@pytest.mark.parametrize("n, threads, fit, expected", [
+    (8, 2, 3, 2), (8, 2, 4, 4), (8, 2, 100, 4), (8, 2, 1, 1), (8, 2, 0, 1), (5, 2, 100, 1), (7, 2, 2, 1),
+    (9, 2, 100, 1), (6, 3, 100, 2), (2, 2, 100, 1), (12, 2, 100, 3), (16, 2, 100, 4)])
+def test_images_per_unit_leave_every_thread_as_many_units(n, threads, fit, expected):
+    assert _bottleneck._images_per_unit(n, threads, fit) == expected
+

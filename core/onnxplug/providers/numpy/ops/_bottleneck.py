@@ -43,6 +43,13 @@ BAND_BYTES = 2 << 20
 #: bands against 1.72-1.77 in one (and 1.40-1.45 in three or four), its stride-2 112 x 112 16 -> 96
 #: one 1.46 against 1.77 in three; in the model at batch 1, paired: 0.956.
 BAND_PER_THREAD = True
+#: Most images a unit takes when a batch's images are small enough to expand whole within
+#: BAND_BYTES: every numpy call then covers them all, so the two product threads make fewer,
+#: longer calls and wait less for the GIL. MobileNetV2 at batch 8, per block alone (two threads,
+#: 1 / 2 / 4 images a unit): 28 x 28 x 192 2943 / 2726 / 3242 us (4 exceed the cache), stride-2
+#: 28 x 28 x 192 2192 / 1667 / 1871, 14 x 14 x 384 1887 / 1787 / 1696, 14 x 14 x 576 2967 / 2962 /
+#: 2835. 1 gives a unit per image.
+IMAGES_PER_UNIT = 4
 #: Output positions per image below which the block runs as its three kernels.
 MIN_FUSED_OUTPUTS = 196
 
@@ -134,55 +141,80 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     row = pw * ce
     out = np.empty((n, oh, ow, cout), dtype=dtype)
 
-    def unit(u: int) -> None:
-        if per_image:
-            for band in range(bands):
-                image_band(u, band)
-        else:
-            image_band(*divmod(u, bands))
+    per_image = n >= 2 * PRODUCT_THREADS.threads  # enough images to share: fewer, larger units
+    images = 1
+    if per_image and bands == 1:  # small images: several to a unit, each numpy call covering them all
+        images = _images_per_unit(n, PRODUCT_THREADS.threads, BAND_BYTES // (oh * s * wd * ce * dtype.itemsize))
 
-    def image_band(i: int, band: int) -> None:
+    def unit(u: int) -> None:
+        if images > 1:
+            band_of(u * images, min(n, u * images + images), 0)
+        elif per_image:
+            for band in range(bands):
+                band_of(u, u + 1, band)
+        else:
+            i, band = divmod(u, bands)
+            band_of(i, i + 1, band)
+
+    def band_of(i0: int, i1: int, band: int) -> None:
+        """Output rows of ``band`` of images i0 .. i1 (several images only with one band)."""
+        k = i1 - i0
         r0 = band * rows
         nr = min(oh, r0 + rows) - r0
         need = (nr - 1) * s + 3
-        work = _SCRATCH.get(dtype, s * span * row + 2 * rows * ow * ce)
-        padded = work[:s * span * row].reshape(s, span, pw, ce)[:, :need]
-        filtered = work[s * span * row:s * span * row + nr * ow * ce].reshape(nr, ow * ce)
-        part = work[s * span * row + rows * ow * ce:][:nr * ow * ce].reshape(nr, ow * ce)
+        per = s * span * row + 2 * rows * ow * ce
+        work = _SCRATCH.get(dtype, k * per)
+        padded = work[:k * s * span * row].reshape(s, k, span, pw, ce)[:, :, :need]
+        at = k * s * span * row
+        filtered = work[at:at + k * nr * ow * ce].reshape(k, nr, ow * ce)
+        part = work[at + k * rows * ow * ce:][:k * nr * ow * ce].reshape(k, nr, ow * ce)
         top = r0 * s - 1  # the input row of the band's first padded row
         a, b = max(0, top), min(h, top + need)
         if a > top:
-            padded[:, :a - top] = 0
+            padded[:, :, :a - top] = 0
         if b < top + need:
-            padded[:, b - top:] = 0
+            padded[:, :, b - top:] = 0
         for t, lo, hi, columns, bias in phases:
-            plane = padded[t, a - top:b - top]
+            plane = padded[t, :, a - top:b - top]
             if lo:
-                plane[:, :lo] = 0
+                plane[:, :, :lo] = 0
             if hi < pw:
-                plane[:, hi:] = 0
-            dst = plane[:, lo:hi]
-            np.matmul(x[i, a:b, columns], w_expand, out=dst)
+                plane[:, :, hi:] = 0
+            dst = plane[:, :, lo:hi]
+            np.matmul(x[i0:i1, a:b, columns], w_expand, out=dst)
             if bias is not None:
-                flat = dst.reshape(b - a, (hi - lo) * ce)  # rows of contiguous runs: a view
+                flat = dst.reshape(k, b - a, (hi - lo) * ce)  # rows of contiguous runs: a view
                 flat += bias
             expand_act(dst)
-        sum_taps(padded, groups, tiles, s, 1, filtered, part)
+        if k == 1:
+            sum_taps(padded[:, 0], groups, tiles, s, 1, filtered[0], part[0])
+        else:  # whole images (need == span): each image's phase rows follow the last's
+            sum_taps(padded, groups, tiles, s, 1, filtered, part)
         if filter_row is not None:
             filtered += filter_row
         depthwise_act(filtered)
-        target = out[i, r0:r0 + nr].reshape(nr * ow, cout)
-        project(filtered.reshape(nr * ow, ce), w_project, target)
+        target = out[i0:i1, r0:r0 + nr].reshape(k * nr * ow, cout)
+        project(filtered.reshape(k * nr * ow, ce), w_project, target)
         if project_row is not None:
             add_bias_rows(target, project_row)
         if finish is not None:
-            finish(out[i, r0:r0 + nr], (i, slice(r0, r0 + nr)))
+            finish(out[i0:i1, r0:r0 + nr], (slice(i0, i1), slice(r0, r0 + nr)))
 
     # ndarray.dot dispatches faster than np.matmul, but takes only an output of its result's dtype
     project = np.ndarray.dot if w_project.dtype == dtype else np.matmul
-    per_image = n >= 2 * PRODUCT_THREADS.threads  # enough images to share: fewer, larger units
-    units = n if per_image else n * bands
+    units = -(-n // images) if per_image else n * bands
     if not parallel_for(units, unit, macs):
         for u in range(units):
             unit(u)
     return out
+
+
+def _images_per_unit(n: int, threads: int, fit: int) -> int:
+    """Images per unit: at most IMAGES_PER_UNIT and ``fit`` (whose expanded rows fit BAND_BYTES), and
+    the most that cut the batch into equal units, as many for every product thread (8 images, two
+    threads: 4 or 2, not 3); 1 when none does."""
+    for k in range(max(1, min(IMAGES_PER_UNIT, fit, n)), 1, -1):
+        if n % k == 0 and (n // k) % threads == 0:
+            return k
+    return 1
+

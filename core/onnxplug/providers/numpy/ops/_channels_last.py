@@ -91,15 +91,21 @@ def sum_taps(phases: np.ndarray, groups: Sequence[_TapGroup], tiles: list[np.nda
     """``target`` (output rows, OW * C) = a depthwise layer's sum over its taps, read in place from
     ``phases`` (column phase, padded rows, phase columns, C; each phase contiguous): one einsum per
     tap group (``tiles`` from DepthwiseWeights). ``part``, of target's shape, takes the groups after
-    the first."""
+    the first. With an image axis, ``phases`` (column phase, image, padded rows, phase columns, C)
+    and ``target`` (image, output rows, OW * C) cover several images in the same calls."""
     kh = tiles[0].shape[0]
-    rows, width = target.shape
+    rows, width = target.shape[-2:]
     c, item = phases.shape[-1], phases.itemsize
-    row = phases.shape[2] * c
+    row = phases.shape[-2] * c
+    if target.ndim == 3:  # images: one more axis, each image's padded rows after the last's
+        lead, lead_strides, subscripts = target.shape[:1], (phases.strides[1],), "abkij,abj->kij"
+    else:
+        lead, lead_strides, subscripts = (), (), "abij,abj->ij"
     for k, g in enumerate(groups):
-        view = strided_view(phases[g.phase], (kh, len(g.columns), rows, width),
-                            (row_dilation * row * item, g.step * c * item, row_stride * row * item, item), g.first * c)
-        _EINSUM("abij,abj->ij", view, tiles[k], out=target if k == 0 else part)
+        view = strided_view(phases[g.phase], (kh, len(g.columns)) + lead + (rows, width),
+                            (row_dilation * row * item, g.step * c * item) + lead_strides
+                            + (row_stride * row * item, item), g.first * c)
+        _EINSUM(subscripts, view, tiles[k], out=target if k == 0 else part)
         if k:
             target += part
 
