@@ -55,6 +55,33 @@ def test_skip_layer_norm_matches_onnxruntime(shape, with_bias, with_sum):
         np.testing.assert_allclose(ours[1], expected[-1], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(8, 128, 256), (3, 7, 64)])
+@pytest.mark.parametrize("with_sum", [True, False])
+def test_large_skip_layer_norm_goes_to_the_product_threads_in_one_block_each(monkeypatch, parallel_for_calls,
+                                                                             shape, with_sum):
+    """Row blocks on both threads (SHARE_ROWS) give the bits the calling thread alone gives, and
+    onnxruntime's values; a small one stays on the calling thread."""
+    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.ops import op_fused_layer_norm
+
+    monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
+    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1_000_000)
+    feeds = _skip_feeds(shape, np.float32, True)
+    model = _model("SkipLayerNormalization", "com.onnxplug", feeds, ["y", "s"] if with_sum else ["y"],
+                   epsilon=1e-5)
+    calls = parallel_for_calls(op_fused_layer_norm)
+    shared = _ours(model, feeds)
+    rows = shape[0] * shape[1]
+    assert calls == [(2, rows * shape[2] * op_fused_layer_norm.MACS_PER_VALUE >= 1_000_000)]
+    monkeypatch.setattr(op_fused_layer_norm, "SHARE_ROWS", False)
+    alone = _ours(model, feeds)
+    for got, want in zip(shared, alone):
+        np.testing.assert_array_equal(got, want)
+    expected = ort_outputs(_model("SkipLayerNormalization", "com.microsoft", feeds,
+                                  ["y", "", "", "s"] if with_sum else ["y"], epsilon=1e-5), feeds)
+    np.testing.assert_allclose(shared[0], expected[0], rtol=1e-5, atol=2e-6)
+
+
 def test_skip_layer_norm_in_float64_and_with_a_broadcast_skip():
     feeds = _skip_feeds((2, 50, 64), np.float64, True)
     total = feeds["x"] + feeds["skip"] + feeds["bias"]
