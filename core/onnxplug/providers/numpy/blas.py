@@ -188,6 +188,12 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     return out
 
 
+def small_product_limit() -> int:
+    """A 2-D product of fewer multiply-adds than this is one ``a.dot(b)`` on the calling thread in
+    ``matmul`` (under every threading threshold), so a caller can skip matmul's checks."""
+    return min(THREADED_GEMV_MACS, THREADED_PRODUCT_MACS, SPLIT_PRODUCT_MACS)
+
+
 def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False) -> bool:
     """``out = a @ b``, or ``out += a @ b`` when ``accumulate`` (one pass over ``out``, where numpy
     would need a temporary and an add), on the threaded BLAS with the provider's thread count, for

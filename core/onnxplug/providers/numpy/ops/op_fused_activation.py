@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -64,6 +64,28 @@ def apply_activation(y: np.ndarray, name: str, params: Sequence[float]) -> np.nd
             y += y.dtype.type(beta)
             return np.clip(y, 0, 1, out=y)
     raise ValueError(f"unknown fused activation {name!r}")
+
+
+def in_place_activation(name: str, params: Sequence[float]) -> Callable[[np.ndarray], np.ndarray]:
+    """``apply_activation`` for a fixed activation, for results the kernel made itself (writable):
+    the common ones bound to their ufunc once, instead of dispatching by name on every call (a Loop
+    body's FusedGemm runs thousands of times)."""
+    if not name:
+        return _unchanged
+    if name == "Tanh":
+        return _tanh_in_place
+    if name == "Clip":
+        bounds = tuple(params[:2])
+        return lambda y: clip_in_place(y, bounds)
+    return lambda y: apply_activation(y, name, params)
+
+
+def _unchanged(y: np.ndarray) -> np.ndarray:
+    return y
+
+
+def _tanh_in_place(y: np.ndarray) -> np.ndarray:
+    return np.tanh(y, y)
 
 
 def activation_of(kernel) -> tuple[str, list[float]]:

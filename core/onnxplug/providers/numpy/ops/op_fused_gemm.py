@@ -9,7 +9,8 @@ from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.op_gemm import Gemm
-from onnxplug.providers.numpy.ops.op_fused_activation import activation_of, activation_supported, apply_activation
+from onnxplug.providers.numpy.ops.op_fused_activation import (activation_of, activation_supported, apply_activation,
+                                                                  in_place_activation)
 from onnxplug.providers.numpy.registry import op
 
 
@@ -21,9 +22,11 @@ class FusedGemm(Gemm):
     def __init__(self, node, context) -> None:
         super().__init__(node, context)
         self.activation = activation_of(self)
+        self._activate = in_place_activation(*self.activation)
 
     def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
-        return apply_activation(super().compute(a, b, c), *self.activation)
+        y = super().compute(a, b, c)
+        return self._activate(y) if y.flags.writeable else apply_activation(y, *self.activation)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
