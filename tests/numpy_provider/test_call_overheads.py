@@ -64,3 +64,42 @@ def test_clip_activation_works_in_place_and_copies_read_only_inputs():
     out = apply_activation(frozen, "Clip", [0.0, 6.0])
     np.testing.assert_array_equal(out, [0.0, 6.0])
     np.testing.assert_array_equal(frozen, [-1.0, 9.0])
+
+
+def _gemm_session(op_type: str, domain: str, shapes: dict, **attrs):
+    from onnx import TensorProto, helper
+
+    import onnxplug
+    from tests.numpy_provider.single_node_oracle import kernels_only
+
+    node = helper.make_node(op_type, list(shapes), ["y"], domain=domain, **attrs)
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in shapes.items()]
+    imports = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([node], "g", inputs, [output]), ir_version=9, opset_imports=imports)
+    return onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 64, 64), (8, 64, 64), (300, 400, 500)])  # small ones take a.dot
+@pytest.mark.parametrize("c_shape", [None, (), (1,), ("n",), (1, "n"), ("m", 1), ("m", "n")])
+@pytest.mark.parametrize("activation", ["", "Tanh", "Clip", "Relu"])
+def test_gemm_and_fused_gemm_match_numpy_small_or_large(m, k, n, c_shape, activation):
+    rng = np.random.default_rng(3)
+    sizes = {"m": m, "n": n}
+    shapes = {"a": (m, k), "b": (k, n)}
+    if c_shape is not None:
+        shapes["c"] = tuple(sizes.get(d, d) for d in c_shape)
+    feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    expected = feeds["a"].astype(np.float64) @ feeds["b"]
+    if "c" in feeds:
+        expected = expected + feeds["c"]
+    if activation:
+        params = {"activation_params": [-0.5, 0.5]} if activation == "Clip" else {}
+        session = _gemm_session("FusedGemm", "com.onnxplug", shapes, activation=activation, **params)
+        expected = {"Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0),
+                    "Clip": lambda v: np.clip(v, -0.5, 0.5)}[activation](expected)
+    else:
+        session = _gemm_session("Gemm", "", shapes)
+    (got,) = session.run(None, feeds)
+    assert got.shape == (m, n) and got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(k))
