@@ -217,4 +217,3 @@ def _images_per_unit(n: int, threads: int, fit: int) -> int:
         if n % k == 0 and (n // k) % threads == 0:
             return k
     return 1
-

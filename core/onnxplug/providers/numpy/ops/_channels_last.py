@@ -317,8 +317,7 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
     pixels (whole images, or bands of an image's rows), each with its own copy, bias and epilogue
     while its output is still in cache: MobileNetV2's 16 -> 96 expansion at batch 8 took 4.9-5.5 ms
     so, 9.4 ms as one split product followed by whole passes, which are memory-bound."""
-    strided = strides[0] != 1 or strides[1] != 1 if len(strides) == 2 else any(s != 1 for s in strides)
-    sampled = x[(slice(None),) + tuple(slice(None, None, s) for s in strides)] if strided else x
+    sampled = x[(slice(None),) + tuple(slice(None, None, s) for s in strides)] if any(s != 1 for s in strides) else x
     cin, cout = wt.shape
     m = math.prod(sampled.shape[:-1])
     out = np.empty(sampled.shape[:-1] + (cout,), dtype=np.result_type(x.dtype, wt.dtype))

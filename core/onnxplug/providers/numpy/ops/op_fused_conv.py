@@ -10,7 +10,7 @@ from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._conv_util import BiasedWeights, ConvAttributes, conv_nd, constant_inputs, zeros_operand
-from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, apply_activation, clip_in_place
+from onnxplug.providers.numpy.ops.op_fused_activation import activation_supported, in_place_activation
 from onnxplug.providers.numpy.registry import op
 
 
@@ -24,7 +24,7 @@ class ResidualActivation:
 
     def __init__(self, z: np.ndarray | None, name: str, params: Sequence[float]) -> None:
         self.z, self.name, self.params = z, name, params
-        self._clip = tuple(params[:2]) if name == "Clip" else None
+        self._in_place = in_place_activation(name, params)
 
     def __call__(self, view: np.ndarray, index: tuple) -> None:
         if self.z is not None:
@@ -49,11 +49,9 @@ class ResidualActivation:
         """The activation alone, in place on ``view``."""
         if self.name == "Relu":
             np.maximum(view, zeros_operand(view.shape, view.dtype), out=view)
-        elif self._clip is not None and view.flags.writeable:
-            clip_in_place(view, self._clip)
         elif self.name:
-            result = apply_activation(view, self.name, self.params)
-            if result is not view:
+            result = self._in_place(view)  # ``view`` is (part of) the convolution's own output
+            if result is not view:  # an activation that makes a new array (LeakyRelu)
                 view[...] = result
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._blocks import BLOCK_ELEMENTS, by_row_blocks
+from onnxplug.providers.numpy.ops._nn_util import _BLAS_FLOATS  # normalized over rows with BLAS row sums
 from onnxplug.providers.numpy.registry import op
 
 #: A large SkipLayerNormalization goes to the product threads in one block of rows each (blocks
@@ -19,8 +20,6 @@ MACS_PER_VALUE = 128
 #: False keeps every SkipLayerNormalization on the calling thread (for A/B measurements).
 SHARE_ROWS = True
 
-#: dtypes normalized over rows with BLAS row sums (others go through float32).
-_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int,

@@ -3,11 +3,8 @@ import numpy as np
 from onnxplug.providers.numpy import blas
 from onnxplug.providers.numpy.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._nn_util import _NATIVE_DTYPES, blas_dtype
+from onnxplug.providers.numpy.ops._nn_util import _BLAS_FLOATS, _NATIVE_DTYPES, blas_dtype
 from onnxplug.providers.numpy.registry import op
-
-
-_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @op("Gemm")
