@@ -103,3 +103,76 @@ def test_gemm_and_fused_gemm_match_numpy_small_or_large(m, k, n, c_shape, activa
     (got,) = session.run(None, feeds)
     assert got.shape == (m, n) and got.dtype == np.float32
     np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(k))
+
+
+def _kernel(cls, op_type: str, feeds: dict, opset: int = 17, **attrs):
+    """A numpy-provider kernel of class ``cls`` for a one-node model over ``feeds``."""
+    from onnxplug.ir import load_model
+    from onnxplug.kernel import KernelContext
+    from onnxplug.providers.numpy.provider import NumpyProvider
+    from tests.numpy_provider.single_node_oracle import node_model
+
+    node = load_model(node_model(op_type, feeds, opset=opset, **attrs)).graph.nodes[0]
+    return cls(node, KernelContext(provider=NumpyProvider()))
+
+
+_COMPARISONS = {"Less": np.less, "LessOrEqual": np.less_equal, "Greater": np.greater,
+                "GreaterOrEqual": np.greater_equal, "Equal": np.equal}
+
+
+@pytest.mark.parametrize("op_type", sorted(_COMPARISONS))
+@pytest.mark.parametrize("shapes", [((), ()), ((), (3,)), ((2, 1), (3,))])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+@pytest.mark.parametrize("array_out", [True, False])  # numpy >= 2.3's out=..., or the asarray path
+def test_comparisons_give_bool_arrays_even_for_0d_operands(monkeypatch, op_type, shapes, dtype, array_out):
+    from onnxplug.providers.numpy import registry
+    from onnxplug.providers.numpy.ops import _elementwise_util
+
+    if not array_out:
+        monkeypatch.setattr(_elementwise_util, "ARRAY_OUT", None)
+    rng = np.random.default_rng(5)
+    a, b = (rng.integers(-2, 3, s).astype(dtype) for s in shapes)
+    cls = registry.REGISTRY.resolve("", op_type, 17)
+    got = _kernel(cls, op_type, {"a": a, "b": b}).compute(a, b)
+    expected = _COMPARISONS[op_type](a, b)
+    assert got.__class__ is np.ndarray and got.dtype == np.bool_ and got.shape == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("op_type,reduce", [("ReduceMax", np.max), ("ReduceMin", np.min)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+@pytest.mark.parametrize("opset,axes,keepdims", [(17, None, 0), (17, [1], 0), (17, [0, -1], 1), (18, None, 0),
+                                                 (18, [1], 1)])
+@pytest.mark.parametrize("array_out", [True, False])
+def test_max_and_min_reductions_give_arrays_of_the_input_dtype(monkeypatch, op_type, reduce, dtype, opset, axes,
+                                                               keepdims, array_out):
+    from onnxplug.providers.numpy import registry
+    from onnxplug.providers.numpy.ops import _reduce_util
+
+    if not array_out:
+        monkeypatch.setattr(_reduce_util, "ARRAY_OUT", None)
+    x = np.random.default_rng(6).integers(-5, 6, (2, 3, 4)).astype(dtype)
+    attrs = {"keepdims": keepdims}
+    args = [x]
+    if axes is not None and opset < 18:
+        attrs["axes"] = axes
+    feeds = {"x": x}
+    if axes is not None and opset >= 18:
+        feeds["axes"] = np.array(axes, np.int64)
+        args.append(feeds["axes"])
+    cls = registry.REGISTRY.resolve("", op_type, opset)
+    got = _kernel(cls, op_type, feeds, opset=opset, **attrs).compute(*args)
+    expected = reduce(x, axis=None if axes is None else tuple(axes), keepdims=bool(keepdims))
+    assert got.__class__ is np.ndarray and got.dtype == x.dtype and got.shape == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_max_reduction_of_an_empty_set_and_noop_with_empty_axes_keep_their_meaning():
+    from onnxplug.providers.numpy.ops.op_reduce_max import ReduceMax
+
+    empty = np.zeros((2, 0), np.float32)
+    kernel = _kernel(ReduceMax, "ReduceMax", {"x": empty}, opset=17, axes=[1], keepdims=0)
+    np.testing.assert_array_equal(kernel.compute(empty), [-np.inf, -np.inf])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    noop = _kernel(ReduceMax, "ReduceMax", {"x": x}, opset=18, noop_with_empty_axes=1)
+    np.testing.assert_array_equal(noop.compute(x), x)  # no axes given: nothing reduced

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from onnxplug.kernel import Kernel
-from onnxplug.providers.numpy.ops._base import BinaryKernel, NumpyKernel, UnaryKernel
+from onnxplug.providers.numpy.ops._base import ARRAY_OUT, BinaryKernel, NumpyKernel, UnaryKernel
 
 
 _BOOL = np.dtype(np.bool_)
@@ -55,9 +55,11 @@ class CompareKernel(LegacyBroadcastKernel):
     """A broadcasting comparison or logical op: the result is bool whatever the input type."""
 
     keep_dtype = False
+    #: The numpy ufunc of the comparison.
+    ufunc: ClassVar[np.ufunc]
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = self.op(a, b)
+        out = self.ufunc(a, b, out=ARRAY_OUT)
         return out if out.__class__ is np.ndarray and out.dtype is _BOOL else np.asarray(out, dtype=np.bool_)
 
 

@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("And")
 class And(CompareKernel):
-    def op(self, a, b):
-        return np.logical_and(a, b)
+    ufunc = np.logical_and

@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("Equal")
 class Equal(CompareKernel):
-    def op(self, a, b):
-        return np.equal(a, b)
+    ufunc = np.equal

@@ -18,11 +18,13 @@ class Gemm(NumpyKernel):
         self.beta = float(self.attr("beta", 1.0))
         self.trans_a = bool(self.attr("transA", 0))
         self.trans_b = bool(self.attr("transB", 0))
-        self._plain = self.alpha == 1.0 and self.beta == 1.0 and not self.trans_a and not self.trans_b
+        plain = self.alpha == 1.0 and self.beta == 1.0 and not self.trans_a and not self.trans_b
+        #: plain products of fewer multiply-adds than this are a.dot(b) + c (0: none are)
+        self._small_macs = blas.small_product_limit() if plain else 0
 
     def compute(self, a, b, c=None):
-        if (self._plain and a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and a.dtype in _BLAS_FLOATS
-                and a.size * b.shape[-1] < blas.small_product_limit()):
+        if (a.ndim == 2 and b.ndim == 2 and a.size * b.shape[1] < self._small_macs and a.dtype is b.dtype
+                and a.dtype in _BLAS_FLOATS):
             # a small product (a Loop body's or a recurrent cell's, run thousands of times), which
             # blas.matmul would not thread either (its checks cost ~0.4 us a call)
             y = a.dot(b)

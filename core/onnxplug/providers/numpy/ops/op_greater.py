@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("Greater")
 class Greater(CompareKernel):
-    def op(self, a, b):
-        return np.greater(a, b)
+    ufunc = np.greater

@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("GreaterOrEqual")
 class GreaterOrEqual(CompareKernel):
-    def op(self, a, b):
-        return np.greater_equal(a, b)
+    ufunc = np.greater_equal

@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("Less")
 class Less(CompareKernel):
-    def op(self, a, b):
-        return np.less(a, b)
+    ufunc = np.less

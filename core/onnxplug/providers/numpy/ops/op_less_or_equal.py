@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("LessOrEqual")
 class LessOrEqual(CompareKernel):
-    def op(self, a, b):
-        return np.less_equal(a, b)
+    ufunc = np.less_equal

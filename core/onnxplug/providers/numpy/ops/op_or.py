@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("Or")
 class Or(CompareKernel):
-    def op(self, a, b):
-        return np.logical_or(a, b)
+    ufunc = np.logical_or

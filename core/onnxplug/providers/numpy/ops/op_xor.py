@@ -6,5 +6,4 @@ from onnxplug.providers.numpy.registry import op
 
 @op("Xor")
 class Xor(CompareKernel):
-    def op(self, a, b):
-        return np.logical_xor(a, b)
+    ufunc = np.logical_xor
