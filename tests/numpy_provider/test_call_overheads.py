@@ -176,3 +176,20 @@ def test_max_reduction_of_an_empty_set_and_noop_with_empty_axes_keep_their_meani
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     noop = _kernel(ReduceMax, "ReduceMax", {"x": x}, opset=18, noop_with_empty_axes=1)
     np.testing.assert_array_equal(noop.compute(x), x)  # no axes given: nothing reduced
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("axes,keepdims", [(None, False), (None, True), ((0,), False), ((1, 2), True), ((-1,), False)])
+@pytest.mark.parametrize("array_out", [True, False])
+def test_fast_mean_matches_np_mean(monkeypatch, dtype, axes, keepdims, array_out):
+    from onnxplug.providers.numpy.ops import _nn_util
+
+    if not array_out:
+        monkeypatch.setattr(_nn_util, "ARRAY_OUT", None)
+    x = np.random.default_rng(7).standard_normal((16, 3, 32)).astype(dtype)
+    got = _nn_util.fast_mean(x, axes, keepdims)
+    expected = np.mean(x.astype(np.float64), axis=axes, keepdims=keepdims)
+    assert np.asarray(got).dtype == dtype and np.shape(got) == np.shape(expected)
+    if array_out:
+        assert got.__class__ is np.ndarray
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

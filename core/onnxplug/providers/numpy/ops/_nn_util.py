@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.providers.numpy.ops._base import ARRAY_OUT, NumpyKernel
 
 _NATIVE_FLOAT_KINDS = frozenset("fc")
 _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -54,13 +54,14 @@ def trailing_sums(x: np.ndarray, axes: tuple[int, ...] | None, keepdims: bool) -
 
 def fast_mean(x: np.ndarray, axes: tuple[int, ...] | None, keepdims: bool) -> np.ndarray:
     """``np.mean(x, axes, keepdims)``; for float32/float64, its own steps (a sum, then one division)
-    without its ~5 us of Python, the sum by ``trailing_sums`` where it applies."""
+    without its ~5 us of Python, the sum by ``trailing_sums`` where it applies; arrays even when 0-d
+    (``ARRAY_OUT``)."""
     total = trailing_sums(x, axes, keepdims)
     if total is None:
         if not (x.size and x.dtype.kind == "f" and x.dtype.itemsize >= 4):
             return np.mean(x, axis=axes, keepdims=keepdims)
-        total = np.add.reduce(x, axis=axes, keepdims=keepdims)
-    return np.true_divide(total, x.size // max(np.size(total), 1))
+        total = np.add.reduce(x, axis=axes, keepdims=keepdims, out=ARRAY_OUT)
+    return np.true_divide(total, x.size // max(total.size, 1), out=ARRAY_OUT)
 
 
 def blas_dtype(dtype: np.dtype) -> np.dtype:
