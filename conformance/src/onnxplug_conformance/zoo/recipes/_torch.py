@@ -1,0 +1,36 @@
+"""Exporting a torch module to ONNX with either of torch's exporters, with dynamic axes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+
+def export(module: Any, args: tuple[Any, ...], path: Path, *, input_names: Sequence[str],
+           output_names: Sequence[str], dynamic_axes: Mapping[str, Mapping[int, str]],
+           opset: int, exporter: str = "torchscript", kwargs: Mapping[str, Any] | None = None) -> None:
+    """Export ``module(*args)`` to ``path``: ``exporter`` is ``"torchscript"`` (``dynamo=False``) or
+    ``"dynamo"`` (``torch.export`` + onnxscript). Weights are kept inside the file."""
+    import torch
+
+    module = module.eval()
+    with torch.no_grad():
+        if exporter == "torchscript":
+            torch.onnx.export(module, args, str(path), input_names=list(input_names),
+                              output_names=list(output_names), dynamic_axes={k: dict(v) for k, v in dynamic_axes.items()},
+                              opset_version=opset, dynamo=False, kwargs=dict(kwargs or {}))
+        elif exporter == "dynamo":
+            program = torch.onnx.export(module, args, kwargs=dict(kwargs or {}), input_names=list(input_names),
+                                        output_names=list(output_names),
+                                        dynamic_axes={k: dict(v) for k, v in dynamic_axes.items()},
+                                        opset_version=opset, dynamo=True, external_data=False)
+            program.save(str(path), external_data=False)
+        else:
+            raise ValueError(f"unknown exporter {exporter!r}")
+
+
+def seeded(seed: int) -> None:
+    """Seed torch so random weights are the same at every build."""
+    import torch
+
+    torch.manual_seed(seed)
