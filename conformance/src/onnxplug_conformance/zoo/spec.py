@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from onnxplug.errors import OnnxplugError
+
 #: How an input's values are drawn (see :mod:`.inputs`). Parameters go in :attr:`InputSpec.params`.
 #: - ``normal``: standard normal floats (``scale`` multiplies);
 #: - ``uniform``: floats in ``[low, high)`` (defaults 0, 1): images, audio;
@@ -63,6 +65,11 @@ class ZooModel:
     tier: str = "full"  # or "ci"
     notes: str = ""
     seed: int = 0
+    source_version: str = ""  # the version used when it is not the installed one (wheels fetched by version)
+
+
+class ZooSpecError(OnnxplugError, ValueError):
+    """A zoo model's description cannot be used: unknown generator, missing parameter, bad shape set."""
 
 
 class ZooBuildError(RuntimeError):
