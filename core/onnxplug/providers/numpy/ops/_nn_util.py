@@ -90,6 +90,8 @@ class FloatUnaryKernel(NumpyKernel):
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         dtype = x.dtype
+        if not x.ndim:  # ops write in place with out=, which a 0-d input's numpy-scalar temporaries refuse
+            return self.compute(x.reshape(1)).reshape(())
         y = self.op(x if dtype in _NATIVE_DTYPES else widen(x))
         return y if y.__class__ is np.ndarray and y.dtype is dtype else np.asarray(y, dtype=dtype)
 

@@ -15,7 +15,7 @@ class Div(QuietBinaryKernel):
         # exactly (and is far faster than numpy's integer division); larger int64 take the slow path.
         if a.dtype.itemsize < 8 or max(_magnitude(a), _magnitude(b)) < _EXACT_IN_FLOAT64:
             q = np.divide(a.astype(np.float64), b.astype(np.float64))
-            return np.trunc(q, out=q)
+            return np.trunc(q, out=q) if q.ndim else np.trunc(q)  # 0-d operands give a numpy scalar
         q = a // b
         return q + ((q < 0) & (q * b != a)) if a.dtype.kind == "i" else q
 
