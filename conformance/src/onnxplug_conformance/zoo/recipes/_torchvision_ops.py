@@ -59,20 +59,43 @@ def _compiled_ops_load() -> bool:
     return False
 
 
+_SCHEMAS = {
+    "nms": "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "qnms": "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "roi_align": "roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
+                 "SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor",
+}
+_KERNELS = {"nms": _nms, "roi_align": _roi_align}
+
+
+def _defined(name: str) -> bool:
+    import torch
+
+    try:
+        getattr(torch.ops.torchvision, name)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def import_torchvision() -> Any:
     """``import torchvision``, with pure-torch ``nms`` and ``roi_align`` where the compiled ones are missing."""
     global _LIBRARY
+    import sys
+
     import torch
 
-    if _LIBRARY is None and not hasattr(torch.ops.torchvision, "nms") and not _compiled_ops_load():
-        lib = torch.library.Library("torchvision", "DEF")
-        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-        lib.define("roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
-                   "SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor")
-        lib.impl("nms", _nms, "CPU")
-        lib.impl("roi_align", _roi_align, "CPU")
+    if _LIBRARY is None and not _compiled_ops_load():
+        # a FRAGMENT, since other code may already have defined some of these operators
+        lib = torch.library.Library("torchvision", "FRAGMENT")
+        for name, schema in _SCHEMAS.items():
+            if not _defined(name):
+                lib.define(schema)
+                if name in _KERNELS:
+                    lib.impl(name, _KERNELS[name], "CPU")
         _LIBRARY = lib
+        if "torchvision" in sys.modules and sys.modules["torchvision"] is None:
+            del sys.modules["torchvision"]  # hidden by code that found it broken: it imports now
         import torchvision.extension as extension
         import torchvision.ops.boxes as boxes
         import torchvision.ops.roi_align as roi_align
