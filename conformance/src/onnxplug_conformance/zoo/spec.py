@@ -19,10 +19,12 @@ from onnxplug.errors import OnnxplugError
 #: - ``uniform``: floats in ``[low, high)`` (defaults 0, 1): images, audio;
 #: - ``integers``: ints in ``[low, high)``: token ids (``high`` = vocabulary size), class ids;
 #: - ``ones``: all ones (attention masks);
-#: - ``mask``: ones with a zero tail on the second row (a padded batch; needs rank >= 2);
+#: - ``mask``: ones with a zero tail of ``pad`` (default a quarter) positions of axis 1 on the second row
+#:   (a padded batch; needs rank >= 2);
 #: - ``positions``: ``arange`` along the last axis, broadcast (position ids), plus ``offset``;
 #: - ``choice``: uniformly from ``values`` (strings or numbers);
-#: - ``text``: strings of random words from a small built-in vocabulary;
+#: - ``text``: strings of ``min_words``..``max_words`` random words from ``vocabulary`` (default: a small
+#:   built-in one);
 #: - ``constant``: filled with ``value``.
 GENERATORS = ("normal", "uniform", "integers", "ones", "mask", "positions", "choice", "text", "constant")
 
