@@ -1,4 +1,5 @@
-"""The numpy provider's kernel registry. Op modules register into it with ``@op(...)``."""
+"""The numpy provider's kernel registry. Op modules (``ops/op_*.py``, and ``ops/<domain>/op_*.py`` for
+other domains' ops) register into it with ``@op(...)``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ def _load_ops(registry: KernelRegistry) -> None:
     for info in pkgutil.iter_modules(ops.__path__):
         if info.name.startswith("op_"):
             importlib.import_module(f"{ops.__name__}.{info.name}")
+        elif info.ispkg:  # one subpackage per extra domain (com_microsoft), same op_ naming
+            package = importlib.import_module(f"{ops.__name__}.{info.name}")
+            for sub in pkgutil.iter_modules(package.__path__):
+                if sub.name.startswith("op_"):
+                    importlib.import_module(f"{package.__name__}.{sub.name}")
     extend_registry("numpy", registry)
 
 
