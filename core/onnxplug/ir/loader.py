@@ -12,7 +12,13 @@ import onnx.inliner
 from google.protobuf.message import DecodeError
 from onnx import AttributeProto, external_data_helper, numpy_helper, shape_inference
 
-from onnxplug.errors import ExternalDataError, ModelLoadError, ModelValidationError
+from onnxplug.errors import (
+    ExternalDataError,
+    ModelFileError,
+    ModelLoadError,
+    ModelProtobufError,
+    ModelValidationError,
+)
 from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
 from onnxplug.ir.validate import check_known_op, check_versions, sort_and_check
 
@@ -78,7 +84,7 @@ def _read_proto(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, str]
         try:
             data = path.read_bytes()
         except OSError as e:
-            raise ModelLoadError(f"model {str(path)!r}: cannot read file: {e.strerror or e}") from None
+            raise ModelFileError(f"model {str(path)!r}: cannot read file: {e.strerror or e}") from None
         return _parse(data, repr(str(path))), path.resolve().parent, repr(str(path))
     raise ModelLoadError(f"a model must be a path, bytes or onnx.ModelProto, not {type(source).__name__}")
 
@@ -88,9 +94,9 @@ def _parse(data: bytes, label: str) -> onnx.ModelProto:
     try:
         proto.ParseFromString(data)
     except DecodeError as e:
-        raise ModelLoadError(f"model {label}: not a valid ONNX protobuf (truncated or corrupt): {e}") from None
+        raise ModelProtobufError(f"model {label}: not a valid ONNX protobuf (truncated or corrupt): {e}") from None
     if not proto.HasField("graph"):
-        raise ModelLoadError(f"model {label}: the protobuf holds no graph (empty or not an ONNX model)")
+        raise ModelProtobufError(f"model {label}: the protobuf holds no graph (empty or not an ONNX model)")
     return proto
 
 
