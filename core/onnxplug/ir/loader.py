@@ -20,7 +20,7 @@ from onnxplug.errors import (
     ModelValidationError,
 )
 from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
-from onnxplug.ir.validate import check_known_op, check_versions, sort_and_check
+from onnxplug.ir.validate import ORT_DEFAULT_DOMAIN_OPS, check_known_op, check_versions, sort_and_check
 
 ModelSource = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
@@ -207,6 +207,10 @@ def _sparse_to_dense(st: onnx.SparseTensorProto, values: np.ndarray) -> np.ndarr
     return dense
 
 
+#: onnxruntime's contrib domain, under which the checker sees its default-domain ops.
+ORT_DOMAIN = "com.microsoft"
+
+
 def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
     """The onnx checker catches what the structural checks do not (attribute types, arity).
 
@@ -220,6 +224,15 @@ def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
                 if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
     for t in unranked:
         t.shape.SetInParent()
+    # onnxruntime's own default-domain ops have no onnx schema: the checker sees them in its domain
+    ort_nodes = [(n, n.domain) for n in proto.graph.node
+                 if n.domain in ("", "ai.onnx") and n.op_type in ORT_DEFAULT_DOMAIN_OPS]
+    added_import = None
+    if ort_nodes:
+        for n, _ in ort_nodes:
+            n.domain = ORT_DOMAIN
+        if ORT_DOMAIN not in {o.domain for o in proto.opset_import}:
+            added_import = proto.opset_import.add(domain=ORT_DOMAIN, version=1)
     serialized = proto.SerializeToString()
     try:
         onnx.checker.check_model(serialized)
@@ -229,7 +242,11 @@ def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
     finally:
         for t in unranked:
             t.ClearField("shape")
-    return None if unranked else serialized
+        for n, domain in ort_nodes:
+            n.domain = domain
+        if added_import is not None:
+            proto.opset_import.remove(added_import)
+    return None if unranked or ort_nodes else serialized
 
 
 def _infer_types(proto: onnx.ModelProto, graph: Graph, size: int, serialized: bytes | None = None) -> None:

@@ -20,6 +20,9 @@ MIN_IR_VERSION = 3
 MAX_IR_VERSION = onnx.IR_VERSION
 #: Domains whose ops onnx defines: {domain: (lowest, highest) opset version}.
 KNOWN_DOMAINS: dict[str, tuple[int, int]] = dict(onnx.defs.C.schema_version_map())
+#: Ops onnxruntime registers in the default domain from version 1 (its transformer optimizer writes
+#: them into models of any opset), accepted there like custom-domain ops.
+ORT_DEFAULT_DOMAIN_OPS = frozenset({"LayerNormalization", "SimplifiedLayerNormalization"})
 
 
 def check_versions(source: str, ir_version: int, opsets: dict[str, int]) -> None:
@@ -39,7 +42,7 @@ def check_versions(source: str, ir_version: int, opsets: dict[str, int]) -> None
 
 def check_known_op(source: str, node: Node) -> None:
     """Refuse an op that its (onnx-defined) domain does not have at the imported version."""
-    if node.domain not in KNOWN_DOMAINS:
+    if node.domain not in KNOWN_DOMAINS or (node.domain in ("", "ai.onnx") and node.op_type in ORT_DEFAULT_DOMAIN_OPS):
         return  # custom domains: a provider may claim them; the partitioner reports it otherwise
     try:
         onnx.defs.get_schema(node.op_type, node.opset, node.domain)

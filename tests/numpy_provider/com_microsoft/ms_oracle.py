@@ -19,7 +19,7 @@ MS = "com.microsoft"
 
 
 def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain: str = MS,
-             outputs: list[str] | None = None, **attrs: Any) -> onnx.ModelProto:
+             outputs: list[str] | None = None, opset: int = 17, **attrs: Any) -> onnx.ModelProto:
     """One node over ``feeds`` in order; a ``None`` feed is an absent optional input, an output
     name '' in ``outputs`` an absent optional output."""
     names = [name if value is not None else "" for name, value in feeds.items()]
@@ -30,7 +30,7 @@ def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain:
     out_names = outputs if outputs is not None else [f"y{i}" for i in range(n_outputs)]
     node = helper.make_node(op_type, names, out_names, domain=domain, **attrs)
     graph = helper.make_graph([node], "g", inputs, [helper.make_empty_tensor_value_info(n) for n in out_names if n])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
     model.ir_version = 9
     return model
 
@@ -54,9 +54,9 @@ def ours_run(model: onnx.ModelProto, feeds: Mapping[str, Any], like: list[np.nda
 
 def assert_ms_matches(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, rtol: float = 1e-4,
                       atol: float = 1e-5, domain: str = MS, outputs: list[str] | None = None,
-                      **attrs: Any) -> list[np.ndarray]:
+                      opset: int = 17, **attrs: Any) -> list[np.ndarray]:
     """Run the node both ways and assert every output matches; return ours."""
-    model = ms_model(op_type, feeds, n_outputs, domain, outputs, **attrs)
+    model = ms_model(op_type, feeds, n_outputs, domain, outputs, opset, **attrs)
     expected = ort_run(model, feeds)
     ours = ours_run(model, feeds, expected)
     assert len(ours) == len(expected)
