@@ -24,6 +24,22 @@ CPU = Device("cpu")
 """The host. Graph inputs, initializers and outputs live here."""
 
 
+@dataclass(frozen=True)
+class HardwareDevice:
+    """A physical device a provider runs on, as onnxruntime's ``OrtHardwareDevice`` describes it
+    (listed by ``onnxplug.get_ep_devices()``), with the provider options that select it."""
+
+    #: ``"CPU"``, ``"GPU"`` or ``"NPU"`` (onnxruntime's ``OrtHardwareDeviceType`` names).
+    kind: str
+    vendor: str = ""
+    #: The PCI vendor id (0x8086 Intel, 0x10DE NVIDIA, 0x1002/0x1022 AMD), 0 when unknown.
+    vendor_id: int = 0
+    device_id: int = 0
+    metadata: tuple[tuple[str, str], ...] = ()
+    #: Provider options that make a provider use this device.
+    options: tuple[tuple[str, str], ...] = ()
+
+
 class Allocator(ABC):
     """Allocates and frees buffers on one device."""
 

@@ -35,6 +35,8 @@ class ExecutionMode(enum.IntEnum):
 #: Session config keys this runtime reads, with what they do.
 SUPPORTED_CONFIG_KEYS = {
     "session.disable_cpu_ep_fallback": "'1' fails session creation when the requested providers leave nodes unclaimed",
+    "session.record_ep_graph_assignment_info": "'1' keeps the provider assignment for "
+                                                "InferenceSession.get_provider_graph_assignment_info()",
 }
 
 # onnxruntime SessionOptions attributes we accept only at the values matching our behaviour, the
@@ -95,8 +97,7 @@ class SessionOptions(_Strict):
     _unimplemented_methods = ("add_initializer", "add_external_initializers",
                               "add_external_initializers_from_files_in_memory",
                               "add_free_dimension_override_by_denotation",
-                              "register_custom_ops_library", "add_provider", "add_provider_for_devices",
-                              "set_provider_selection_policy", "set_load_cancellation_flag")
+                              "register_custom_ops_library", "set_load_cancellation_flag")
 
     def __init__(self) -> None:
         self.graph_optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -142,6 +143,37 @@ class SessionOptions(_Strict):
         if key not in self._config:
             raise KeyError(f"session config entry {key!r} is not set")
         return self._config[key]
+
+    # provider selection without providers= (onnxplug.ep_devices)
+    def add_provider_for_devices(self, ep_devices: Any, provider_options: Any) -> None:
+        """Run sessions made with these options on the provider of ``ep_devices`` (from ``get_ep_devices()``)."""
+        from onnxplug import ep_devices as _ep
+
+        _ep.add_provider_for_devices(self, ep_devices, provider_options)
+
+    def add_provider(self, provider_name: str, provider_options: Any) -> None:
+        """Run sessions made with these options on ``provider_name`` (after any added before)."""
+        from onnxplug import ep_devices as _ep
+
+        _ep.add_provider(self, provider_name, provider_options)
+
+    def set_provider_selection_policy(self, policy: Any) -> None:
+        """Pick providers by an ``OrtExecutionProviderDevicePolicy`` (see :mod:`onnxplug.ep_devices`)."""
+        from onnxplug import ep_devices as _ep
+
+        _ep.set_policy(self, policy)
+
+    def set_provider_selection_policy_delegate(self, delegate: Any) -> None:
+        """Pick providers with ``delegate(ep_devices, model_metadata, runtime_metadata, max_selections)``."""
+        from onnxplug import ep_devices as _ep
+
+        _ep.set_delegate(self, delegate)
+
+    def has_providers(self) -> bool:
+        """Whether these options select providers on their own."""
+        from onnxplug import ep_devices as _ep
+
+        return _ep.has_providers(self)
 
     @property
     def fallback_disabled(self) -> bool:

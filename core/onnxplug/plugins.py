@@ -90,6 +90,13 @@ class ProviderCatalog:
         if hook is not None:
             hook(register=lambda cls: self.register(cls, name))
 
+    def remove_plugin(self, name: str) -> None:
+        """Unregister a plugin added with :meth:`add_plugin` and forget the providers it registered."""
+        for short in [n for n, owner in self.owner.items() if owner == name]:
+            del self.providers[short], self.owner[short]
+        if self.pm.get_plugin(name) is not None:
+            self.pm.unregister(name=name)
+
     def resolve_name(self, name: str) -> str:
         """The registered short name for ``name`` or one of its aliases."""
         if name in self.providers:

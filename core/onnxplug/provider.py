@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from onnxplug.device import CPU, Allocator, DataTransfer, Device, HostAllocator, HostDataTransfer
+from onnxplug.device import CPU, Allocator, DataTransfer, Device, HardwareDevice, HostAllocator, HostDataTransfer
 from onnxplug.errors import NotImplementedOpError, UnsupportedOptionError
 from onnxplug.kernel import Kernel, KernelContext, KernelRegistry
 
@@ -143,6 +143,13 @@ class ExecutionProvider:
     def devices(cls) -> list[str]:
         """Human-readable descriptions of the devices this provider sees, for ``onnxplug providers``."""
         return []
+
+    @classmethod
+    def hardware_devices(cls) -> list[HardwareDevice] | None:
+        """The physical devices this provider can run on, for ``get_ep_devices()``. None (the default)
+        lets the core derive one from a provider made with default options: its ``device``, the host
+        CPU for ``cpu`` and an NVIDIA GPU for ``cuda``. Called only when the provider is available."""
+        return None
 
     def get_capability(self, view: GraphView) -> list[Capability]:
         """Claim nodes of ``view.nodes``. The default claims each node its registry can compute."""

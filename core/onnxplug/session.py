@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence, 
 
 import numpy as np
 
-from onnxplug import host_memory, logs
+from onnxplug import ep_devices, host_memory, logs
 from onnxplug.device import CPU
 from onnxplug.errors import (
     InputShapeError,
@@ -44,7 +44,7 @@ ProviderSpec = Union[str, tuple[str, Mapping[str, Any]]]
 # onnxruntime's InferenceSession methods this runtime does not implement: calling one raises
 # UnsupportedOptionError naming it (rather than AttributeError, or a silent no-op)
 _UNIMPLEMENTED_METHODS = ("run_with_ortvaluevector", "get_input_memory_infos", "get_output_memory_infos",
-                          "get_input_epdevices", "get_provider_graph_assignment_info", "get_tuning_results",
+                          "get_input_epdevices", "get_tuning_results",
                           "set_tuning_results", "set_ep_dynamic_options", "release_captured_graph",
                           "enable_fallback")
 
@@ -125,6 +125,8 @@ class InferenceSession:
 
     def _build(self, providers: Sequence[ProviderSpec] | None,
                provider_options: Sequence[Mapping[str, Any]] | None) -> None:
+        providers, provider_options = ep_devices.session_providers(
+            self._options, providers, provider_options, self._model.metadata_props)
         self._providers = create_providers(providers, provider_options, self._options)
         graph = self._model.graph
         level = int(self._options.graph_optimization_level)
@@ -334,6 +336,10 @@ class InferenceSession:
     def get_session_options(self) -> SessionOptions:
         """The options the session was created with."""
         return self._options
+
+    def get_provider_graph_assignment_info(self) -> list[ep_devices.OrtEpAssignedSubgraph]:
+        """Each kernel's nodes and provider (config entry ``session.record_ep_graph_assignment_info=1``)."""
+        return ep_devices.graph_assignment_info(self)
 
     def get_node_assignments(self) -> list[NodeAssignment]:
         """One record per node, in execution order, naming the provider that runs it."""
