@@ -70,6 +70,24 @@ class OpenCLProvider(CompilingProvider):
         devices, reason = discover()
         return [d.describe() for d in devices] if devices else [f"none: {reason}"]
 
+    @classmethod
+    def hardware_devices(cls) -> list[Any]:
+        """Every OpenCL device seen, typed by its OpenCL kind (a CPU device is the host's CPU), with
+        the ``device`` option (its flat index) that selects it."""
+        from onnxplug.device import HardwareDevice
+        from onnxplug.ep_devices import host_cpu
+
+        devices, _ = discover()
+        kinds = {"gpu": "GPU", "cpu": "CPU", "accelerator": "NPU"}
+        found = []
+        for d in devices:
+            kind = kinds.get(d.kind, "GPU")
+            host = host_cpu() if kind == "CPU" else None
+            found.append(HardwareDevice(kind, host.vendor if host else "", host.vendor_id if host else 0, d.index,
+                                        (("name", d.name), ("platform", d.platform_name)),
+                                        (("device", str(d.index)),)))
+        return found
+
     def view_of(self, node: Node) -> GraphView | None:
         """The partitioning view the node was claimed in (static types and constants)."""
         return self._views.get(id(node))
