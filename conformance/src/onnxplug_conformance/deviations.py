@@ -8,6 +8,7 @@ A deviation file (TOML or JSON) has one table per layer::
     [model]                     # model-suite tests, by model name
     [contract]                  # contract tests, by test name with parameters
     "test_round_trip[bfloat16]" = "..."
+    [zoo]                       # zoo models, by model name
 
 Sources, merged in this order (later ones win for the same id):
 
@@ -34,7 +35,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Iterable
 
-LAYERS = ("contract", "node", "model")
+LAYERS = ("contract", "node", "model", "zoo")
 SHIPPED_DIR = Path(__file__).resolve().parent / "deviation_lists"
 
 

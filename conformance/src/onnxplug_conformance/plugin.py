@@ -42,6 +42,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="extra expected-failure list (.toml or .json; repeatable)")
     group.addoption("--conformance-layers", dest="onnxplug_layers", default=DEFAULT_LAYERS, metavar="LIST",
                     help=f"comma-separated layers to run (default {DEFAULT_LAYERS})")
+    group.addoption("--zoo-only", dest="onnxplug_zoo_only", default=None, metavar="A,B",
+                    help="zoo layer: only these comma-separated models (default: every model)")
+    group.addoption("--zoo-tier", dest="onnxplug_zoo_tier", default=None, metavar="TIER",
+                    help="zoo layer: only models of this tier (ci: the smallest of each family)")
     group.addoption("--conformance-table", dest="onnxplug_table", default="full",
                     choices=("full", "summary", "none"),
                     help="print the table with per-op rows (full), layers only (summary), or not at all")

@@ -19,7 +19,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "not-claimed", "skipped")
-LAYER_ORDER = ("contract", "node", "model")
+LAYER_ORDER = ("contract", "node", "model", "zoo")
+#: Layers shown in tables only when the run has tests of them (not run by default).
+OPTIONAL_LAYERS = frozenset({"zoo"})
 #: Outcomes meaning the provider ran the test (for "claimed ops").
 RAN = frozenset({"pass", "fail", "error", "xfail", "xpass"})
 #: Outcomes that fail a run.
@@ -133,7 +135,8 @@ _COLUMNS = ("tests", "pass", "fail", "error", "xfail", "xpass", "not-claimed", "
 
 
 def _rows(report: ConformanceReport) -> list[tuple[str, dict[str, int]]]:
-    rows = [(layer, count(report.layer_records(layer))) for layer in LAYER_ORDER]
+    rows = [(layer, count(report.layer_records(layer))) for layer in LAYER_ORDER
+            if layer not in OPTIONAL_LAYERS or report.layer_records(layer)]
     return [*rows, ("overall", count(report.records.values()))]
 
 

@@ -25,7 +25,8 @@ from onnxplug_conformance.provider_spec import ProviderUnderTest, resolve_provid
 from onnxplug_conformance.reporting import ConformanceReport, TestRecord, summary_lines
 
 #: Suite module -> layer.
-MODULE_LAYERS = {"test_contract.py": "contract", "test_node_cases.py": "node", "test_models.py": "model"}
+MODULE_LAYERS = {"test_contract.py": "contract", "test_node_cases.py": "node", "test_models.py": "model",
+                 "test_zoo.py": "zoo"}
 _REASON_LIMIT = 1000
 
 
@@ -69,6 +70,15 @@ class ConformanceRun:
         json_option = config.getoption("onnxplug_conformance_json")
         self.json_path = Path(json_option) if json_option else (
             Path(config.invocation_params.dir) / f"conformance-{self.provider.name}.json")
+        self.zoo = None
+        self.zoo_results_path: Path | None = None
+        if "zoo" in self.layers:
+            from onnxplug_conformance.zoo.layer import ZooLayer
+
+            self.zoo = ZooLayer(self.provider.name, self.provider.options, config.getoption("onnxplug_zoo_only"),
+                                config.getoption("onnxplug_zoo_tier"))
+            if self.zoo.partial:
+                self.report.complete = False
         self._items: dict[str, tuple[str, str, str]] = {}  # nodeid -> (layer, test id, op)
         self._started = time.perf_counter()
         self._cache_dir = str(default_cache_dir())  # kept out of reasons: reports read the same anywhere
@@ -107,6 +117,9 @@ class ConformanceRun:
             return (layer, case.name, case_op(case)) if isinstance(case, NodeCase) else None
         if layer == "model":
             return layer, params["model_name"], ""
+        if layer == "zoo":
+            model = params.get("zoo_model")
+            return (layer, model.name, "") if model is not None else None
         return layer, item.name, ""
 
     @pytest.hookimpl(tryfirst=True)
@@ -123,6 +136,10 @@ class ConformanceRun:
             deviation = self.deviations.lookup(layer, test_id)
             if deviation is not None:
                 item.add_marker(pytest.mark.xfail(reason=f"deviation: {deviation.reason}", strict=True))
+        if self.zoo is not None:  # a model left out by --zoo-only is no stale deviation
+            from onnxplug_conformance.zoo.registry import all_models
+
+            known["zoo"] |= {m.name for m in all_models()}
         for layer in LAYERS:
             if layer in self.layers:
                 self.report.unknown_deviations += [f"{layer}:{i}" for i in
@@ -184,6 +201,8 @@ class ConformanceRun:
         self.report.duration_s = time.perf_counter() - self._started
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
         self.report.write_json(str(self.json_path))
+        if self.zoo is not None:
+            self.zoo_results_path = self.zoo.save(self.provider.cls.version, _versions())
         if self.report.unknown_deviations and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -195,4 +214,12 @@ class ConformanceRun:
         terminalreporter.write_sep("=", "onnxplug conformance")
         for line in summary_lines(self.report, per_op=mode == "full"):
             terminalreporter.write_line(line)
+        if self.zoo is not None and self.zoo.results:
+            from onnxplug_conformance.zoo.report import table_lines
+
+            terminalreporter.write_line("")
+            for line in table_lines(self.zoo.results):
+                terminalreporter.write_line(line)
+            if self.zoo_results_path is not None:
+                terminalreporter.write_line(f"zoo results: {self.zoo_results_path}")
         terminalreporter.write_line(f"JSON report: {self.json_path}")

@@ -1,8 +1,14 @@
-"""Every zoo model, gathered from the recipe modules (each exposes ``MODELS: list[ZooModel]``)."""
+"""Every zoo model, gathered from the recipe modules (each exposes ``MODELS: list[ZooModel]``).
+
+``ONNXPLUG_ZOO_RECIPES=a,b`` gathers these importable modules instead of the built-in ones (a
+name of :data:`RECIPE_MODULES` stands for that built-in module): a provider package's own models,
+or the self-tests' small ones.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 from functools import lru_cache
 
 from onnxplug_conformance.zoo.spec import ZooModel
@@ -11,15 +17,26 @@ from onnxplug_conformance.zoo.spec import ZooModel
 RECIPE_MODULES = ("transformers_text", "transformers_media", "vision", "sklearn_models", "ort_tools", "wheels")
 
 
-@lru_cache(maxsize=None)
+def recipe_modules() -> tuple[str, ...]:
+    """The full names of the modules the zoo is gathered from."""
+    names = [n.strip() for n in os.environ.get("ONNXPLUG_ZOO_RECIPES", "").split(",") if n.strip()] \
+        or RECIPE_MODULES
+    return tuple(f"onnxplug_conformance.zoo.recipes.{n}" if n in RECIPE_MODULES else n for n in names)
+
+
 def all_models() -> tuple[ZooModel, ...]:
     """The whole zoo, in recipe-module order; names are unique."""
+    return _gather(recipe_modules())
+
+
+@lru_cache(maxsize=None)
+def _gather(module_names: tuple[str, ...]) -> tuple[ZooModel, ...]:
     models: list[ZooModel] = []
-    for module_name in RECIPE_MODULES:
+    for module_name in module_names:
         try:
-            module = importlib.import_module(f"onnxplug_conformance.zoo.recipes.{module_name}")
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
-            if e.name != f"onnxplug_conformance.zoo.recipes.{module_name}":
+            if e.name != module_name or not module_name.startswith("onnxplug_conformance.zoo.recipes."):
                 raise
             continue  # a family not written yet
         models.extend(module.MODELS)
