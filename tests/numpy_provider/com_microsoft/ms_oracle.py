@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import onnxplug
 from onnxplug.ir import elem_type_of
@@ -19,17 +19,19 @@ MS = "com.microsoft"
 
 
 def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain: str = MS,
-             outputs: list[str] | None = None, opset: int = 17, **attrs: Any) -> onnx.ModelProto:
+             outputs: list[str] | None = None, opset: int = 17, constants: tuple[str, ...] = (),
+             **attrs: Any) -> onnx.ModelProto:
     """One node over ``feeds`` in order; a ``None`` feed is an absent optional input, an output
-    name '' in ``outputs`` an absent optional output."""
+    name '' in ``outputs`` an absent optional output, a feed named in ``constants`` an initializer."""
     names = [name if value is not None else "" for name, value in feeds.items()]
     while names and not names[-1]:
         names.pop()
     inputs = [helper.make_tensor_value_info(n, elem_type_of(np.asarray(v).dtype), np.shape(v))
-              for n, v in feeds.items() if v is not None]
+              for n, v in feeds.items() if v is not None and n not in constants]
     out_names = outputs if outputs is not None else [f"y{i}" for i in range(n_outputs)]
     node = helper.make_node(op_type, names, out_names, domain=domain, **attrs)
-    graph = helper.make_graph([node], "g", inputs, [helper.make_empty_tensor_value_info(n) for n in out_names if n])
+    graph = helper.make_graph([node], "g", inputs, [helper.make_empty_tensor_value_info(n) for n in out_names if n],
+                              [numpy_helper.from_array(np.asarray(feeds[n]), n) for n in constants])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
     model.ir_version = 9
     return model
@@ -37,7 +39,12 @@ def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain:
 
 def ort_run(model: onnx.ModelProto, feeds: Mapping[str, Any]) -> list[np.ndarray]:
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {k: v for k, v in feeds.items() if v is not None})
+    return session.run(None, _fed(model, feeds))
+
+
+def _fed(model: onnx.ModelProto, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    names = {vi.name for vi in model.graph.input}
+    return {k: v for k, v in feeds.items() if k in names}
 
 
 def ours_run(model: onnx.ModelProto, feeds: Mapping[str, Any], like: list[np.ndarray]) -> list[np.ndarray]:
@@ -49,14 +56,14 @@ def ours_run(model: onnx.ModelProto, feeds: Mapping[str, Any], like: list[np.nda
         opset = {o.domain: o.version for o in model.opset_import}[node.domain]
         assert REGISTRY.resolve(node.domain, node.op_type, opset) is not None, f"no numpy kernel for {node.op_type}"
     session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
-    return session.run(None, {k: v for k, v in feeds.items() if v is not None})
+    return session.run(None, _fed(model, feeds))
 
 
 def assert_ms_matches(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, rtol: float = 1e-4,
                       atol: float = 1e-5, domain: str = MS, outputs: list[str] | None = None,
-                      opset: int = 17, **attrs: Any) -> list[np.ndarray]:
+                      opset: int = 17, constants: tuple[str, ...] = (), **attrs: Any) -> list[np.ndarray]:
     """Run the node both ways and assert every output matches; return ours."""
-    model = ms_model(op_type, feeds, n_outputs, domain, outputs, opset, **attrs)
+    model = ms_model(op_type, feeds, n_outputs, domain, outputs, opset, constants, **attrs)
     expected = ort_run(model, feeds)
     ours = ours_run(model, feeds, expected)
     assert len(ours) == len(expected)
