@@ -1,8 +1,9 @@
 """Session and run options, spelled as onnxruntime spells them.
 
-Options that onnxruntime has but this runtime does not implement raise
-:class:`~onnxplug.errors.UnsupportedOptionError` when set to anything but the behaviour we have, and
-onnxruntime's option methods we lack raise it when called.
+Which attributes and config entries are implemented, accepted as tuning only (logged, no effect)
+or refused is the table of :mod:`onnxplug.option_rules`, which setting an attribute or adding a
+config entry consults; a name it does not have is refused. onnxruntime's option methods we lack
+raise :class:`~onnxplug.errors.UnsupportedOptionError` when called.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import operator
 from typing import Any, NoReturn
 
 from onnxplug.errors import OptionValueError, UnsupportedOptionError
+from onnxplug.option_rules import RUN_CONFIG, RUN_OPTIONS, SESSION_CONFIG, SESSION_OPTIONS, check
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -39,16 +41,9 @@ SUPPORTED_CONFIG_KEYS = {
                                                 "InferenceSession.get_provider_graph_assignment_info()",
 }
 
-# onnxruntime SessionOptions attributes we accept only at the values matching our behaviour, the
-# default first. Nodes run one after another on the calling thread: an inter-op pool of 0 (the
-# default) or 1 thread says just that.
-_FIXED_ATTRIBUTES: dict[str, tuple[Any, ...]] = {
-    "execution_mode": (ExecutionMode.ORT_SEQUENTIAL,),
-    "inter_op_num_threads": (0, 1),
-    "enable_mem_pattern": (True,),
-    "use_deterministic_compute": (False,),
-    "enable_mem_reuse": (True,),
-}
+# attributes that take an integer from 0 up (the enums included), checked as onnxruntime's typed
+# setters check them
+_COUNTS = ("inter_op_num_threads", "execution_mode", "execution_order")
 
 
 def _refuse_call(method: str, *args: Any, **kwargs: Any) -> NoReturn:
@@ -57,31 +52,32 @@ def _refuse_call(method: str, *args: Any, **kwargs: Any) -> NoReturn:
 
 
 class _Strict:
-    """Attribute setting that refuses what the class does not implement."""
+    """Attribute setting by the table of :mod:`onnxplug.option_rules`: implemented and tuning
+    attributes are kept (tuning ones logged at verbose severity), refused values raise, and so do
+    names the table does not have."""
 
-    _implemented: tuple[str, ...] = ()
-    #: attribute -> the values we accept, the default first
-    _fixed: dict[str, tuple[Any, ...]] = {}
+    _scope = ""
+    #: onnxruntime's defaults of the attributes __init__ does not set (tuning and refused ones)
+    _defaults: dict[str, Any] = {}
     #: onnxruntime's methods of the class that this runtime does not implement
     _unimplemented_methods: tuple[str, ...] = ()
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._implemented or name.startswith("_"):
-            object.__setattr__(self, name, value)
-        elif name in self._fixed:
-            accepted = self._fixed[name]
-            if value not in accepted:
-                raise UnsupportedOptionError(
-                    f"{type(self).__name__}.{name} = {value!r} is not implemented by onnxplug "
-                    f"(only {' or '.join(repr(a) for a in accepted)})")
-            self.__dict__.setdefault("_fixed_values", {})[name] = value
-        else:
-            raise UnsupportedOptionError(f"{type(self).__name__}.{name} is not an option onnxplug implements; "
-                                         f"supported: {', '.join(self._implemented)}")
+        if not name.startswith("_"):
+            label = f"{type(self).__name__}.{name}"
+            if name in _COUNTS:
+                try:
+                    count = -1 if isinstance(value, bool) else operator.index(value)
+                except TypeError:
+                    count = -1
+                if count < 0:
+                    raise OptionValueError(f"{label} takes an integer from 0 up, not {value!r}")
+            check(self._scope, name, value, label)
+        object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
-        if name in self._fixed:
-            return self.__dict__.get("_fixed_values", {}).get(name, self._fixed[name][0])
+        if name in self._defaults:
+            return self._defaults[name]
         if name in self._unimplemented_methods:
             return functools.partial(_refuse_call, f"{type(self).__name__}.{name}")
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
@@ -90,10 +86,10 @@ class _Strict:
 class SessionOptions(_Strict):
     """Options for an :class:`~onnxplug.InferenceSession`, as onnxruntime's ``SessionOptions``."""
 
-    _implemented = ("graph_optimization_level", "intra_op_num_threads", "enable_profiling",
-                    "optimized_model_filepath", "log_severity_level", "log_verbosity_level",
-                    "logid", "profile_file_prefix", "enable_cpu_mem_arena")
-    _fixed = _FIXED_ATTRIBUTES
+    _scope = SESSION_OPTIONS
+    _defaults = {"enable_mem_pattern": True, "enable_mem_reuse": True, "execution_mode": ExecutionMode.ORT_SEQUENTIAL,
+                 "execution_order": 0, "inter_op_num_threads": 0, "use_deterministic_compute": False,
+                 "use_per_session_threads": True}
     _unimplemented_methods = ("add_initializer", "add_external_initializers",
                               "add_external_initializers_from_files_in_memory",
                               "add_free_dimension_override_by_denotation",
@@ -132,10 +128,10 @@ class SessionOptions(_Strict):
         return dict(self._free_dimensions)
 
     def add_session_config_entry(self, key: str, value: str) -> None:
-        """Set a session config entry; keys this runtime does not read are refused."""
+        """Set a session config entry, as :mod:`onnxplug.option_rules` says: entries that change what
+        onnxplug does not implement, and keys it does not know, are refused."""
         if key not in SUPPORTED_CONFIG_KEYS:
-            raise UnsupportedOptionError(f"session config key {key!r} is not implemented by onnxplug; "
-                                         f"supported: {', '.join(SUPPORTED_CONFIG_KEYS)}")
+            check(SESSION_CONFIG, key, value, f"session config entry {key!r}")
         self._config[key] = str(value)
 
     def get_session_config_entry(self, key: str) -> str:
@@ -184,8 +180,8 @@ class SessionOptions(_Strict):
 class RunOptions(_Strict):
     """Options for one ``run`` call, as onnxruntime's ``RunOptions``."""
 
-    _implemented = ("log_severity_level", "log_verbosity_level", "logid", "run_tag")
-    _fixed = {"terminate": (False,), "only_execute_path_to_fetches": (False,)}
+    _scope = RUN_OPTIONS
+    _defaults = {"terminate": False, "only_execute_path_to_fetches": False}
     _unimplemented_methods = ("add_active_adapter",)
 
     def __init__(self) -> None:
@@ -193,12 +189,16 @@ class RunOptions(_Strict):
         self.log_verbosity_level: int = 0
         self.logid: str = ""
         self.run_tag: str = ""
+        self._config: dict[str, str] = {}
 
     def add_run_config_entry(self, key: str, value: str) -> None:
-        """onnxruntime's per-run config entries: this runtime reads none, so every key is refused."""
-        raise UnsupportedOptionError(f"run config key {key!r} is not implemented by onnxplug (it reads no run "
-                                     f"config keys)")
+        """Set a per-run config entry, as :mod:`onnxplug.option_rules` says (onnxplug reads none:
+        the ones it knows only tune onnxruntime, others are refused)."""
+        check(RUN_CONFIG, key, value, f"run config entry {key!r}")
+        self._config[key] = str(value)
 
     def get_run_config_entry(self, key: str) -> str:
-        """No run config entry can be set (see ``add_run_config_entry``)."""
-        raise KeyError(f"run config entry {key!r} is not set")
+        """The value of a run config entry set earlier."""
+        if key not in self._config:
+            raise KeyError(f"run config entry {key!r} is not set")
+        return self._config[key]
