@@ -7,10 +7,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from onnxplug.errors import OnnxplugError
+from onnxplug.ep_devices import (
+    OrtEpAssignedNode,
+    OrtEpAssignedSubgraph,
+    OrtEpDevice,
+    OrtExecutionProviderDevicePolicy,
+    OrtHardwareDevice,
+    OrtHardwareDeviceType,
+    get_ep_devices,
+    register_execution_provider_library,
+    unregister_execution_provider_library,
+)
 from onnxplug.io_binding import IOBinding
 from onnxplug.logs import set_default_logger_severity, set_default_logger_verbosity
 from onnxplug.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from onnxplug.ort_functions import (
+    ExecutionOrder,
+    has_collective_ops,
+    preload_dlls,
+    print_debug_info,
+    set_global_thread_pool_sizes,
+)
 from onnxplug.ort_value import OrtValue
 from onnxplug.seeding import set_seed
 from onnxplug.session import InferenceSession, ModelMetadata, NodeArg, NodeAssignment
@@ -63,8 +83,19 @@ def get_device() -> str:
     return "CPU"
 
 
+def __getattr__(name: str) -> Any:
+    # onnxruntime's names that onnxplug refuses (onnxplug.ort_api_table): a stand-in that says why
+    from onnxplug.ort_api_table import refused_stand_in
+
+    return refused_stand_in(name, __name__)
+
+
 __all__ = [
-    "ExecutionMode", "GraphOptimizationLevel", "IOBinding", "InferenceSession", "ModelMetadata", "NodeArg",
+    "ExecutionMode", "ExecutionOrder", "GraphOptimizationLevel", "OrtEpAssignedNode", "OrtEpAssignedSubgraph",
+    "OrtEpDevice", "OrtExecutionProviderDevicePolicy", "OrtHardwareDevice", "OrtHardwareDeviceType",
+    "get_ep_devices", "has_collective_ops", "preload_dlls", "print_debug_info", "register_execution_provider_library",
+    "set_global_thread_pool_sizes", "unregister_execution_provider_library", "IOBinding", "InferenceSession",
+    "ModelMetadata", "NodeArg",
     "NodeAssignment", "OnnxplugError", "OrtValue", "RunOptions", "SessionOptions", "__version__",
     "disable_telemetry_events", "enable_telemetry_events", "get_all_providers", "get_available_providers",
     "get_build_info", "get_device", "get_version_string", "set_default_logger_severity",

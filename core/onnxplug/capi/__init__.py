@@ -1,0 +1,26 @@
+"""onnxruntime's ``onnxruntime.capi`` package, for clients that import it.
+
+``onnxplug.capi.onnxruntime_pybind11_state`` (and ``_pybind_state``, which re-exports it) holds the
+names clients take from onnxruntime's compiled module: its status exceptions (``Fail``,
+``InvalidArgument``, ... from :mod:`onnxplug.ort_status`, the bases of :mod:`onnxplug.errors`),
+``SessionOptions``, ``OrtValue``, ``get_available_providers`` and the rest of the top-level API.
+``onnxruntime_inference_collection`` holds the Python classes (``InferenceSession``, ``IOBinding``,
+``OrtValue``). Under ``python -m onnxplug.as_onnxruntime`` these modules are ``onnxruntime.capi.*``.
+
+Version: onnxruntime's ``__version__`` and ``get_version_string()`` read ``1.32.0+onnxplug.0.1.0``,
+a PEP 440 local version of the onnxruntime release whose API is mirrored: ``packaging.version``
+orders it with 1.32.0 (and ``>=1.32`` holds), the first two ``split('.')`` fields are ``1`` and
+``32``, and the local part says it is onnxplug. ``onnxplug.__version__`` stays onnxplug's own.
+"""
+
+from __future__ import annotations
+
+#: The onnxruntime release whose Python API onnxplug mirrors.
+ONNXRUNTIME_API_VERSION = "1.32.0"
+
+
+def onnxruntime_version() -> str:
+    """The version reported to onnxruntime clients: ``<onnxruntime API version>+onnxplug.<onnxplug version>``."""
+    from onnxplug import __version__
+
+    return f"{ONNXRUNTIME_API_VERSION}+onnxplug.{__version__}"
