@@ -10,11 +10,21 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxplug_conformance.zoo.spec import InputSpec, ZooModel
 
 OPSET = 17
+
+
+@pytest.fixture
+def fake_zoo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The zoo made of this module's models, in an empty folder of its own (returned)."""
+    folder = tmp_path / "zoo"
+    monkeypatch.setenv("ONNXPLUG_ZOO_RECIPES", "zoo_fakes")
+    monkeypatch.setenv("ONNXPLUG_ZOO_DIR", str(folder))
+    return folder
 
 
 def _save(graph: onnx.GraphProto, path: Path, opset: int = OPSET) -> None:

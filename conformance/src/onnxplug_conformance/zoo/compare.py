@@ -30,6 +30,12 @@ def _is_float(dtype: np.dtype) -> bool:
     return dtype.kind in "fc" or (dtype.kind == "V" and dtype.name.startswith(("float", "bfloat")))
 
 
+def _show(value: Any) -> str:
+    """A value as Python writes it (``0.5``, ``3``, ``'red'``), not as numpy's repr does."""
+    value = value.item() if hasattr(value, "item") else value
+    return f"{value:.7g}" if isinstance(value, float) else repr(value)
+
+
 def _compare_floats(got: np.ndarray, want: np.ndarray, where: str, rtol: float, atol: float) -> list[str]:
     complex_ = got.dtype.kind == "c" or want.dtype.kind == "c"
     g = got.astype(np.complex128 if complex_ else np.float64)
@@ -38,15 +44,16 @@ def _compare_floats(got: np.ndarray, want: np.ndarray, where: str, rtol: float, 
     scale = max(1.0, float(np.max(np.abs(w[finite]))) if finite.any() else 1.0)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g - w)
-        bad = ~(diff <= atol * scale + rtol * np.abs(w))
-    # NaN matches NaN, an infinity the same infinity
+        bad = np.asarray(~(diff <= atol * scale + rtol * np.abs(w)))  # 0-d stays an array
+    # NaN matches NaN, an infinity only the same infinity (inf - -inf is within rtol * inf)
     bad &= ~(np.isnan(g) & np.isnan(w))
-    bad &= ~(np.isinf(w) & (g == w))
+    infinite = np.isinf(w)
+    bad[infinite] = g[infinite] != w[infinite]
     if not bad.any():
         return []
     worst = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1))), w.shape)
     return [f"{where}: {int(bad.sum())} of {w.size} values differ beyond rtol {rtol:g}, atol {atol:g} x {scale:.3g}; "
-            f"worst at {tuple(int(i) for i in worst)}: got {g[worst]!r}, expected {w[worst]!r}"]
+            f"worst at {tuple(int(i) for i in worst)}: got {_show(g[worst])}, expected {_show(w[worst])}"]
 
 
 def _compare_exact(got: np.ndarray, want: np.ndarray, where: str, slack: int) -> list[str]:
@@ -61,7 +68,7 @@ def _compare_exact(got: np.ndarray, want: np.ndarray, where: str, slack: int) ->
         return []
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     return [f"{where}: {int(bad.sum())} of {want.size} values differ {rule}; first at {first}: "
-            f"got {got[first]!r}, expected {want[first]!r}"]
+            f"got {_show(got[first])}, expected {_show(want[first])}"]
 
 
 def _compare_tensor(got: Any, want: np.ndarray, where: str, quantized: bool, rtol: float, atol: float) -> list[str]:
