@@ -93,7 +93,8 @@ class SessionOptions(_Strict):
     _unimplemented_methods = ("add_initializer", "add_external_initializers",
                               "add_external_initializers_from_files_in_memory",
                               "add_free_dimension_override_by_denotation",
-                              "register_custom_ops_library", "set_load_cancellation_flag")
+                              "register_custom_ops_library", "set_load_cancellation_flag",
+                              "set_ep_context_data_read_func", "clear_ep_context_data_read_func")
 
     def __init__(self) -> None:
         self.graph_optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -1,0 +1,3 @@
+"""``onnxruntime.capi`` under onnxplug: see ``onnxplug.capi``."""
+
+from onnxplug.capi import *  # noqa: F403
