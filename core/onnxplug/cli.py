@@ -1,4 +1,5 @@
-"""The ``onnxplug`` command: list providers, run a model, run the conformance suite, optimize a model."""
+"""The ``onnxplug`` command: list providers, run a model, run the conformance suite, optimize a model,
+run a program with onnxplug standing in for onnxruntime (``onnxplug exec -- python app.py``)."""
 
 from __future__ import annotations
 
@@ -149,6 +150,24 @@ def _models_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exec_command(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    from onnxplug.as_onnxruntime import environment
+
+    command = list(args.program)
+    while command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise OnnxplugError("onnxplug exec: name a command to run, e.g. onnxplug exec -- python app.py")
+    env = environment()
+    if os.name == "posix":
+        sys.stdout.flush()
+        os.execvpe(command[0], command, env)  # the command takes this process over (signals, exit code)
+    return subprocess.call(command, env=env)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``onnxplug`` command."""
     parser = argparse.ArgumentParser(prog="onnxplug", description=__doc__)
@@ -177,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=sorted(_LEVELS), default="all")
     p.add_argument("--provider", action="append")
 
+    p = sub.add_parser("exec", help="run a command whose Python processes get onnxplug for import onnxruntime")
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+
     p = sub.add_parser("models", help="build a model of the project's suite (no download)")
     p.add_argument("name")
     p.add_argument("-o", "--output", required=True)
@@ -187,7 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``onnxplug`` command."""
     parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["exec"] or argv[:2] == ["--debug", "exec"]:  # the rest is the command's, flags included
+        at = argv.index("exec")
+        args, rest = parser.parse_args([*argv[:at + 1], "--", *argv[at + 1:]]), []
+    else:
+        args, rest = parser.parse_known_args(argv)
     if rest and args.command != "conformance":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
@@ -199,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _conformance_command(args, rest)
         if args.command == "optimize":
             return _optimize_command(args)
+        if args.command == "exec":
+            return _exec_command(args)
         return _models_command(args)
     except (OnnxplugError, OSError) as e:
         if args.debug:
