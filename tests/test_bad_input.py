@@ -143,7 +143,10 @@ FEED_CASES = [
     ("wrong-dim", {"x": np.zeros((2, 4), np.float32)}, errors.InputShapeError, ["'x'", "dimension 1", "3"]),
     ("missing-input", {}, errors.MissingInputError, ["'x'"]),
     ("unknown-input", {"x": np.zeros((2, 3), np.float32), "z": np.zeros(1)}, errors.UnknownInputError, ["'z'"]),
-    ("not-an-array", {"x": [[1.0, 2.0, 3.0]] * 2}, errors.InputTypeError, ["'x'", "list"]),
+    # a list is taken, as onnxruntime takes it; a tuple or a scalar is refused, as onnxruntime refuses it
+    ("tuple", {"x": ((1.0, 2.0, 3.0),) * 2}, errors.InputTypeError, ["'x'", "tuple"]),
+    ("scalar", {"x": 1.0}, errors.InputTypeError, ["'x'", "scalar float"]),
+    ("ragged-list", {"x": [[1.0, 2.0, 3.0], [1.0]]}, errors.InputTypeError, ["'x'", "list"]),
     ("feed-not-a-dict", [np.zeros((2, 3), np.float32)], errors.InvalidInputError, ["dict"]),
 ]
 

@@ -265,7 +265,7 @@ class IOBinding:
 
     def _feeds(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(host feeds by input name, device feeds by located name ``name@device``)."""
-        from onnxplug.session import _check_value
+        from onnxplug.feeds import check_value
 
         session = self._session
         host: dict[str, Any] = {}
@@ -278,7 +278,7 @@ class IOBinding:
                 raise MissingInputError(f"model {session._model.source}: input {name!r} is not bound")
             device, value = self._inputs[name]
             if device == CPU:
-                host[name] = _check_value(session._model.source, name, value, declared)
+                host[name] = check_value(session._model.source, name, value, declared)
             else:
                 _check_device_value(session._model.source, name, value, declared)
                 located[f"{name}@{device}"] = value

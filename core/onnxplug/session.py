@@ -15,19 +15,17 @@ import numpy as np
 from onnxplug import ep_devices, host_memory, logs
 from onnxplug.device import CPU
 from onnxplug.errors import (
-    InputShapeError,
     InputTypeError,
     InvalidInputError,
     InvalidOutputError,
-    MissingInputError,
     OptionValueError,
     OrtValueError,
     ProviderUnavailableError,
-    UnknownInputError,
     UnsupportedOptionError,
 )
 from onnxplug.executor import Plan, RunStats, SubgraphPlan, build_plan, run_plan
-from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, ValueType, elem_type_of, load_model
+from onnxplug.feeds import check_feeds
+from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, load_model
 from onnxplug.ir.free_dims import input_dim_names, override_free_dimensions
 from onnxplug.kernel import Kernel, KernelContext
 from onnxplug.options import RunOptions, SessionOptions, _refuse_call
@@ -182,7 +180,8 @@ class InferenceSession:
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
             run_options: RunOptions | None = None) -> list[Any]:
         """Run the model and return the requested outputs (all when ``output_names`` is None).
-        Feeds are numpy arrays or :class:`OrtValue` (device values are copied to the host)."""
+        Feeds are taken as onnxruntime takes them (:mod:`onnxplug.feeds`): numpy arrays, lists,
+        :class:`OrtValue` (device values are copied to the host)."""
         wanted = self._wanted_outputs(output_names)
         feeds = self._check_feeds(input_feed)
         stats = RunStats() if self._options.enable_profiling else None
@@ -196,28 +195,7 @@ class InferenceSession:
         return outputs
 
     def _check_feeds(self, input_feed: Mapping[str, Any]) -> dict[str, Any]:
-        if not isinstance(input_feed, Mapping):
-            raise InvalidInputError(f"input_feed must be a dict of input name to value, "
-                                    f"not {type(input_feed).__name__}")
-        src = self._model.source
-        known = self._input_types
-        for name in input_feed:
-            if name not in known:
-                raise UnknownInputError(f"model {src}: {name!r} is not an input of the model "
-                                        f"(inputs: {', '.join(known)})")
-        feeds: dict[str, Any] = {}
-        for name, declared in known.items():
-            if name not in input_feed:
-                if name in self._defaults:
-                    feeds[name] = self._defaults[name]
-                    continue
-                raise MissingInputError(f"model {src}: required input {name!r} was not fed "
-                                        f"(expected {_describe_type(declared)})")
-            value = input_feed[name]
-            if isinstance(value, OrtValue):
-                value = value._host()
-            feeds[name] = _check_value(src, name, value, declared)
-        return feeds
+        return check_feeds(self._model.source, self._input_types, self._defaults, input_feed)
 
     def run_with_ort_values(self, output_names: Sequence[str] | None, input_dict_ort_values: Mapping[str, OrtValue],
                             run_options: RunOptions | None = None) -> list[OrtValue]:
@@ -412,40 +390,4 @@ def _own_memory(value: Any) -> Any:
         return value.copy()
     if isinstance(value, list):
         return [_own_memory(v) for v in value]
-    return value
-
-
-def _describe_type(t: ValueType | None) -> str:
-    if t is None:
-        return "a value of unknown type"
-    if t.kind == "tensor":
-        shape = "?" if t.shape is None else str([d if d is not None else "?" for d in t.shape])
-        return f"{t.ort_string()} with shape {shape}"
-    return t.ort_string()
-
-
-def _check_value(src: str, name: str, value: Any, declared: ValueType | None) -> Any:
-    if declared is None or declared.kind != "tensor":
-        return value
-    if not isinstance(value, np.ndarray):
-        raise InputTypeError(f"model {src}: input {name!r} expects a numpy array "
-                             f"({_describe_type(declared)}), got {type(value).__name__}")
-    try:
-        got = elem_type_of(value.dtype)
-    except (KeyError, TypeError, ValueError):
-        got = -1
-    if declared.elem_type and got != declared.elem_type:
-        raise InputTypeError(f"model {src}: input {name!r} expects {_describe_type(declared)}, "
-                             f"got tensor({value.dtype}) with shape {list(value.shape)}")
-    if declared.shape is not None:
-        if value.ndim != len(declared.shape):
-            raise InputShapeError(f"model {src}: input {name!r} expects rank {len(declared.shape)} "
-                                  f"({_describe_type(declared)}), got rank {value.ndim} "
-                                  f"with shape {list(value.shape)}")
-        for axis, (want, have) in enumerate(zip(declared.shape, value.shape)):
-            if isinstance(want, int) and want != have:
-                raise InputShapeError(f"model {src}: input {name!r} expects dimension {axis} to be "
-                                      f"{want} ({_describe_type(declared)}), got shape {list(value.shape)}")
-    if value.dtype == object or value.dtype.kind in "US":
-        return value.astype(object) if value.dtype.kind in "US" else value
     return value

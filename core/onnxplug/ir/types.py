@@ -122,8 +122,9 @@ class ValueType:
 
 
 def _dim_from_proto(d: onnx.TensorShapeProto.Dimension) -> Dim:
+    # as onnxruntime reads shapes: a negative size or an empty name is a free dimension; 0 is a size
     if d.HasField("dim_value"):
-        return int(d.dim_value)
+        return int(d.dim_value) if d.dim_value >= 0 else None
     if d.HasField("dim_param") and d.dim_param:
         return d.dim_param
     return None
