@@ -19,7 +19,7 @@ MS = "com.microsoft"
 
 
 def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain: str = MS,
-             outputs: list[str] | None = None, opset: int = 17, constants: tuple[str, ...] = (),
+             outputs: list[str] | None = None, default_opset: int = 17, constants: tuple[str, ...] = (),
              **attrs: Any) -> onnx.ModelProto:
     """One node over ``feeds`` in order; a ``None`` feed is an absent optional input, an output
     name '' in ``outputs`` an absent optional output, a feed named in ``constants`` an initializer."""
@@ -32,7 +32,7 @@ def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain:
     node = helper.make_node(op_type, names, out_names, domain=domain, **attrs)
     graph = helper.make_graph([node], "g", inputs, [helper.make_empty_tensor_value_info(n) for n in out_names if n],
                               [numpy_helper.from_array(np.asarray(feeds[n]), n) for n in constants])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", default_opset), helper.make_opsetid(MS, 1)])
     model.ir_version = 9
     return model
 
@@ -61,9 +61,9 @@ def ours_run(model: onnx.ModelProto, feeds: Mapping[str, Any], like: list[np.nda
 
 def assert_ms_matches(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, rtol: float = 1e-4,
                       atol: float = 1e-5, domain: str = MS, outputs: list[str] | None = None,
-                      opset: int = 17, constants: tuple[str, ...] = (), **attrs: Any) -> list[np.ndarray]:
+                      default_opset: int = 17, constants: tuple[str, ...] = (), **attrs: Any) -> list[np.ndarray]:
     """Run the node both ways and assert every output matches; return ours."""
-    model = ms_model(op_type, feeds, n_outputs, domain, outputs, opset, constants, **attrs)
+    model = ms_model(op_type, feeds, n_outputs, domain, outputs, default_opset, constants, **attrs)
     expected = ort_run(model, feeds)
     ours = ours_run(model, feeds, expected)
     assert len(ours) == len(expected)

@@ -61,7 +61,7 @@ def test_simplified_layer_norm_default_domain(axis, outputs):
 @pytest.mark.parametrize("opset", [13, 14])
 def test_layer_norm_below_opset_17_default_domain(opset):
     feeds = {"x": _r(B, S, H), "scale": _r(H), "bias": _r(H)}
-    assert_ms_matches("LayerNormalization", feeds, outputs=["y", "mean", "inv_std"], domain="", opset=opset,
+    assert_ms_matches("LayerNormalization", feeds, outputs=["y", "mean", "inv_std"], domain="", default_opset=opset,
                       epsilon=1e-12)
     assert_ms_matches("SimplifiedLayerNormalization", {"x": feeds["x"], "scale": feeds["scale"]}, domain="",
-                      opset=opset)
+                      default_opset=opset)
