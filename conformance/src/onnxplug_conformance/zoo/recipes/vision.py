@@ -39,9 +39,14 @@ def randomise_norms(model: Any, seed: int) -> None:
 
 
 def _torchvision_model(name: str, **kwargs: Any) -> Any:
+    """``torchvision.models[.detection|.segmentation].<name>(weights=None, **kwargs)``."""
     from onnxplug_conformance.zoo.recipes._torchvision_ops import import_torchvision
 
-    return getattr(import_torchvision().models, name)(weights=None, **kwargs)
+    models = import_torchvision().models
+    for namespace in (models, models.detection, models.segmentation):
+        if hasattr(namespace, name):
+            return getattr(namespace, name)(weights=None, **kwargs)
+    raise AttributeError(f"torchvision has no model {name!r}")
 
 
 def _timm_model(name: str, **kwargs: Any) -> Any:
