@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -20,24 +20,20 @@ from onnxplug.errors import (
     InvalidOutputError,
     OptionValueError,
     OrtValueError,
-    ProviderUnavailableError,
     UnsupportedOptionError,
 )
 from onnxplug.executor import Plan, RunStats, SubgraphPlan, build_plan, run_plan
 from onnxplug.feeds import check_feeds
+from onnxplug.provider_specs import ProviderSpec, create_providers, options_report
 from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, load_model
 from onnxplug.ir.free_dims import input_dim_names, override_free_dimensions
 from onnxplug.kernel import Kernel, KernelContext
 from onnxplug.options import RunOptions, SessionOptions, _refuse_call
 from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.partitioner import Group, fused_subgraph, partition
-from onnxplug.plugins import DEFAULT_PROVIDER, get_catalog
-from onnxplug.provider import ExecutionProvider
 
 if TYPE_CHECKING:
     from onnxplug.io_binding import IOBinding
-
-ProviderSpec = Union[str, tuple[str, Mapping[str, Any]]]
 
 # onnxruntime's InferenceSession methods this runtime does not implement: calling one raises
 # UnsupportedOptionError naming it (rather than AttributeError, or a silent no-op)
@@ -299,9 +295,9 @@ class InferenceSession:
         """The providers this session uses, in priority order (the default last)."""
         return [p.name for p in self._providers]
 
-    def get_provider_options(self) -> dict[str, dict[str, Any]]:
-        """Each provider's options, defaults filled in."""
-        return {p.name: dict(p.options) for p in self._providers}
+    def get_provider_options(self) -> dict[str, dict[str, str]]:
+        """Each provider's options, defaults filled in, as strings (onnxruntime's form)."""
+        return options_report(self._providers)
 
     def set_providers(self, providers: Sequence[ProviderSpec] | None = None,
                       provider_options: Sequence[Mapping[str, Any]] | None = None) -> None:
@@ -346,42 +342,6 @@ class InferenceSession:
                   for name, kind, op_type, provider, t0, dur in stats.events]
         with self._profile_lock:
             self._profile_events.extend(events)
-
-
-def create_providers(providers: Sequence[ProviderSpec] | None,
-                     provider_options: Sequence[Mapping[str, Any]] | None,
-                     options: SessionOptions) -> list[ExecutionProvider]:
-    """Instantiate the requested providers in order, the default last unless fallback is disabled.
-
-    An unavailable provider is skipped with a warning, or raises when fallback is disabled.
-    """
-    catalog = get_catalog()
-    specs: list[tuple[str, Mapping[str, Any]]] = []
-    for i, spec in enumerate(providers if providers is not None else [DEFAULT_PROVIDER]):
-        name, opts = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
-        if provider_options is not None:
-            if len(provider_options) != len(providers or ()):
-                raise UnsupportedOptionError("provider_options must have one entry per provider")
-            opts = {**opts, **provider_options[i]}
-        specs.append((catalog.resolve_name(name), opts))
-    fallback_disabled = options.fallback_disabled
-    if not fallback_disabled and DEFAULT_PROVIDER not in [n for n, _ in specs]:
-        specs.append((DEFAULT_PROVIDER, {}))
-    created: list[ExecutionProvider] = []
-    threads = int(options.intra_op_num_threads)
-    for name, opts in specs:
-        if any(p.name == name for p in created):
-            raise UnsupportedOptionError(f"provider {name!r} is listed twice")
-        cls = catalog.providers[name]
-        availability = cls.availability()
-        if not availability:
-            message = f"provider {name!r} is not available: {availability.reason}"
-            if fallback_disabled:
-                raise ProviderUnavailableError(message)
-            logs.warn(f"{message}; falling back to the next provider", stacklevel=4)
-            continue
-        created.append(cls(opts, intra_op_num_threads=threads))
-    return created
 
 
 def _own_memory(value: Any) -> Any:
