@@ -11,7 +11,11 @@ MODULES = ["onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.kernel", 
            "onnxplug.hookspecs", "onnxplug.plugins", "onnxplug.session", "onnxplug.options",
            "onnxplug.ort_value", "onnxplug.io_binding", "onnxplug.logs", "onnxplug.seeding",
            "onnxplug.partitioner", "onnxplug.executor", "onnxplug.ir", "onnxplug.ir.graph",
-           "onnxplug.ir.types", "onnxplug.ir.loader", "onnxplug.optimizer"]
+           "onnxplug.ir.types", "onnxplug.ir.loader", "onnxplug.optimizer", "onnxplug.ort_status",
+           "onnxplug.ep_devices", "onnxplug.ort_functions", "onnxplug.ort_api_table", "onnxplug.api_coverage",
+           "onnxplug.capi", "onnxplug.capi._pybind_state", "onnxplug.capi.onnxruntime_pybind11_state",
+           "onnxplug.capi.onnxruntime_inference_collection", "onnxplug.as_onnxruntime",
+           "onnxplug.as_onnxruntime.namespace", "onnxplug.as_onnxruntime.__main__"]
 
 
 def _public_members(module):
