@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import platform
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +40,29 @@ class HardwareDevice:
     metadata: tuple[tuple[str, str], ...] = ()
     #: Provider options that make a provider use this device.
     options: tuple[tuple[str, str], ...] = ()
+
+
+_CPU_VENDORS = {"GenuineIntel": ("Intel", 0x8086), "AuthenticAMD": ("AMD", 0x1022), "ARM": ("ARM", 0x13B5)}
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> HardwareDevice:
+    """The host CPU, with the vendor read from ``/proc/cpuinfo`` where there is one."""
+    vendor, vendor_id, model = "", 0, platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = (part.strip() for part in line.partition(":"))
+                if key == "vendor_id" and not vendor:
+                    vendor, vendor_id = _CPU_VENDORS.get(value, (value, 0))
+                elif key == "CPU implementer" and not vendor:
+                    vendor, vendor_id = _CPU_VENDORS["ARM"]
+                elif key == "model name" and value:
+                    model = value
+                    break
+    except OSError:  # not Linux: the vendor stays unknown
+        pass
+    return HardwareDevice("CPU", vendor, vendor_id, 0, (("model", model),) if model else ())
 
 
 class Allocator(ABC):

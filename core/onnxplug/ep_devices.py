@@ -25,14 +25,13 @@ from __future__ import annotations
 import enum
 import importlib.util
 import os
-import platform
 import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from onnxplug import logs
-from onnxplug.device import HardwareDevice
+from onnxplug.device import HardwareDevice, host_cpu
 from onnxplug.errors import NotRecordedError, OptionValueError, ProviderLibraryError
 from onnxplug.options import _refuse_call
 
@@ -161,28 +160,8 @@ class OrtEpDevice:
 
 # --- devices -------------------------------------------------------------------------------------
 
-_VENDORS = {"GenuineIntel": ("Intel", 0x8086), "AuthenticAMD": ("AMD", 0x1022), "ARM": ("ARM", 0x13B5)}
 _instances: dict[type, Any] = {}
 _lock = threading.Lock()
-
-
-def host_cpu() -> HardwareDevice:
-    """The host CPU, with the vendor read from ``/proc/cpuinfo`` where there is one."""
-    vendor, vendor_id, model = "", 0, platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = (part.strip() for part in line.partition(":"))
-                if key == "vendor_id" and not vendor:
-                    vendor, vendor_id = _VENDORS.get(value, (value, 0))
-                elif key == "CPU implementer" and not vendor:
-                    vendor, vendor_id = _VENDORS["ARM"]
-                elif key == "model name" and value:
-                    model = value
-                    break
-    except OSError:  # not Linux: the vendor stays unknown
-        pass
-    return HardwareDevice("CPU", vendor, vendor_id, 0, (("model", model),) if model else ())
 
 
 def _devices_of(cls: type[ExecutionProvider]) -> list[HardwareDevice]:

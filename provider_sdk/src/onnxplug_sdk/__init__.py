@@ -17,7 +17,7 @@ from onnxplug_sdk._compat import SUPPORTED_CORE_API, IncompatibleCoreError, chec
 check_core_api()
 
 from onnxplug import errors  # noqa: E402  (after the version check, on purpose)
-from onnxplug.device import CPU, Allocator, DataTransfer, Device  # noqa: E402
+from onnxplug.device import CPU, Allocator, DataTransfer, Device, HardwareDevice, host_cpu  # noqa: E402
 from onnxplug.hookspecs import hookimpl  # noqa: E402
 from onnxplug.ir import Graph, Node, ValueType, elem_type_of, numpy_dtype  # noqa: E402
 from onnxplug.kernel import Kernel, KernelContext, KernelRegistry  # noqa: E402
@@ -50,8 +50,8 @@ __version__ = "0.1.0"
 __all__ = [
     # re-exported from the core
     "CORE_API_VERSION", "CPU", "Allocator", "Availability", "Capability", "DataTransfer", "Device",
-    "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "Kernel", "KernelContext", "KernelRegistry",
-    "Node", "ValueType", "elem_type_of", "errors", "hookimpl", "numpy_dtype",
+    "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "HardwareDevice", "Kernel", "KernelContext",
+    "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "hookimpl", "host_cpu", "numpy_dtype",
     # the SDK's own
     "FUSABLE_ELEMENTWISE", "SUPPORTED_CORE_API", "CompilingProvider", "DeviceArray", "DeviceMemory",
     "DeviceMemoryError", "IncompatibleCoreError", "KernelRegistryProvider", "NullDevice", "ShapeError",

@@ -10,9 +10,11 @@ from onnxplug_sdk import (
     CompilingProvider,
     FusedSubgraph,
     GraphView,
+    HardwareDevice,
     Kernel,
     KernelContext,
     Node,
+    host_cpu,
 )
 
 from onnxplug_opencl import __version__
@@ -71,12 +73,9 @@ class OpenCLProvider(CompilingProvider):
         return [d.describe() for d in devices] if devices else [f"none: {reason}"]
 
     @classmethod
-    def hardware_devices(cls) -> list[Any]:
+    def hardware_devices(cls) -> list[HardwareDevice]:
         """Every OpenCL device seen, typed by its OpenCL kind (a CPU device is the host's CPU), with
         the ``device`` option (its flat index) that selects it."""
-        from onnxplug.device import HardwareDevice
-        from onnxplug.ep_devices import host_cpu
-
         devices, _ = discover()
         kinds = {"gpu": "GPU", "cpu": "CPU", "accelerator": "NPU"}
         found = []
