@@ -67,6 +67,7 @@ class ZooLayer:
         if model.oracle == "onnxruntime":
             pytest.importorskip("onnxruntime", reason=ONNXRUNTIME_MISSING)
         result = run_zoo_model(model, path, self.provider, self.options)
+        result.error = result.error.replace(str(self.folder), "<zoo>")  # results read the same anywhere
         self.results.append({**result.to_json(), "sha256": entry.get("sha256", "")})
         if result.error:
             raise ZooRunError(result.error)
