@@ -37,8 +37,10 @@ def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain:
     return model
 
 
-def ort_run(model: onnx.ModelProto, feeds: Mapping[str, Any]) -> list[np.ndarray]:
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+def ort_run(model: onnx.ModelProto, feeds: Mapping[str, Any], threads: int = 0) -> list[np.ndarray]:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, _fed(model, feeds))
 
 
@@ -61,10 +63,12 @@ def ours_run(model: onnx.ModelProto, feeds: Mapping[str, Any], like: list[np.nda
 
 def assert_ms_matches(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, rtol: float = 1e-4,
                       atol: float = 1e-5, domain: str = MS, outputs: list[str] | None = None,
-                      default_opset: int = 17, constants: tuple[str, ...] = (), **attrs: Any) -> list[np.ndarray]:
-    """Run the node both ways and assert every output matches; return ours."""
+                      default_opset: int = 17, constants: tuple[str, ...] = (), ort_threads: int = 0,
+                      **attrs: Any) -> list[np.ndarray]:
+    """Run the node both ways and assert every output matches; return ours. ``ort_threads`` sets
+    onnxruntime's intra-op threads (0: its default) for ops whose results depend on them."""
     model = ms_model(op_type, feeds, n_outputs, domain, outputs, default_opset, constants, **attrs)
-    expected = ort_run(model, feeds)
+    expected = ort_run(model, feeds, ort_threads)
     ours = ours_run(model, feeds, expected)
     assert len(ours) == len(expected)
     for i, (a, e) in enumerate(zip(ours, expected)):

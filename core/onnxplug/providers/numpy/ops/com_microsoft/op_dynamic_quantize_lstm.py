@@ -1,0 +1,99 @@
+"""com.microsoft DynamicQuantizeLSTM: LSTM whose input and recurrent weights are 8-bit, as
+onnxruntime's quantization tool writes it.
+
+W [D, input, 4H] and R [D, H, 4H] (transposed against LSTM's), gates (i, o, f, c), with scales and
+zero points per direction or per direction and column. Each product quantizes its float operand
+on the fly as DynamicQuantizeLinear does, as onnxruntime's CPU kernel does: all of X at once per
+direction, once per step the h of the rows that ran the step before; the integer product is exact (float64 BLAS) and scaled to float32.
+LSTM's attributes (activations, clip, input_forget, direction), peepholes, sequence_lens and
+initial states apply as in LSTM. Known difference: in a reverse direction where no sequence runs
+every step, onnxruntime quantizes over other ranges (results differ by quantization steps)."""
+
+import numpy as np
+
+from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.ops._quant_util import centered
+from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel
+from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
+from onnxplug.providers.numpy.ops.op_dynamic_quantize_linear import dynamic_quantize
+from onnxplug.providers.numpy.registry import op
+
+
+def _quantized_product(a: np.ndarray, weights: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """a (float32) @ the centred integer weights, a quantized to uint8 on the fly; float32."""
+    qa, a_scale, a_zero_point = dynamic_quantize(a)
+    acc = matmul(centered(qa, a_zero_point), weights)
+    return acc.astype(np.float32) * (a_scale * scale)
+
+
+@op("DynamicQuantizeLSTM", domain=DOMAIN)
+class DynamicQuantizeLSTM(RecurrentKernel):
+    gates = 4
+    default_activations = ("Sigmoid", "Tanh", "Tanh")
+
+    def compute(self, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None,
+                w_scale=None, w_zero_point=None, r_scale=None, r_zero_point=None):
+        if w_scale is None or w_zero_point is None or r_scale is None or r_zero_point is None:
+            raise ValueError(f"{self.node.describe()}: W_scale, W_zero_point, R_scale and R_zero_point are required")
+        seq, batch, _ = x.shape
+        dirs, hidden = self.num_directions, r.shape[1]
+        if w.shape[0] != dirs or w.shape[2] != 4 * hidden or r.shape != (dirs, hidden, 4 * hidden):
+            raise ValueError(f"{self.node.describe()}: W {list(w.shape)} and R {list(r.shape)} do not fit "
+                             f"{dirs} direction(s) of hidden size {hidden}")
+        lens = np.full(batch, seq, np.int64) if sequence_lens is None else sequence_lens.astype(np.int64).reshape(-1)
+        ys = np.zeros((seq, dirs, batch, hidden), np.float32)
+        h_last = np.empty((dirs, batch, hidden), np.float32)
+        c_last = np.empty((dirs, batch, hidden), np.float32)
+        for d in range(dirs):
+            h = np.zeros((batch, hidden), np.float32) if initial_h is None else initial_h[d].astype(np.float32)
+            c = np.zeros((batch, hidden), np.float32) if initial_c is None else initial_c[d].astype(np.float32)
+            feed = _quantized_product(x.reshape(seq * batch, -1).astype(np.float32, copy=False),
+                                      centered(w[d], _param(w_zero_point, d)), _param(w_scale, d).astype(np.float32))
+            feed = feed.reshape(seq, batch, 4 * hidden)
+            if b is not None:
+                feed += b[d, :4 * hidden] + b[d, 4 * hidden:]
+            recurrent = centered(r[d], _param(r_zero_point, d))
+            r_scales = _param(r_scale, d).astype(np.float32)
+            peep = None if p is None else p[d].reshape(3, hidden).astype(np.float32)
+            for t in range(seq):
+                active = t < lens
+                # a reversed direction reads each sequence from its own last step
+                time = np.where(active, lens - 1 - t, 0) if self.is_reverse(d) else np.full(batch, t)
+                # rows finished before the previous step enter the product as zeros, which leaves
+                # the quantization range as onnxruntime's
+                ran = t <= lens
+                running = h if ran.all() else np.where(ran[:, None], h, np.float32(0))
+                gates = feed[time, np.arange(batch)] + _quantized_product(running, recurrent, r_scales)
+                h_new, c_new = self._cell(gates, c, peep, hidden, d)
+                h = np.where(active[:, None], h_new, h)
+                c = np.where(active[:, None], c_new, c)
+                ys[time[active], d, np.arange(batch)[active]] = h[active]
+            empty = (lens == 0)[:, None]  # as onnxruntime: a sequence without steps ends in zero states
+            h_last[d], c_last[d] = np.where(empty, np.float32(0), h), np.where(empty, np.float32(0), c)
+        return ys, h_last, c_last
+
+    def _cell(self, gates: np.ndarray, c: np.ndarray, peep: np.ndarray | None, hidden: int, d: int):
+        gi, go, gf, gc = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        if peep is not None:
+            gi = gi + peep[0] * c
+            gf = gf + peep[2] * c
+        i = self._act(0, gi, d)
+        f = 1 - i if self.attr("input_forget", 0) else self._act(0, gf, d)
+        c_new = f * c + i * self._act(1, gc, d)
+        if peep is not None:
+            go = go + peep[1] * c_new
+        o = self._act(0, go, d)
+        return o * self._act(2, c_new.copy(), d, clip=False), c_new
+
+    def _act(self, slot: int, values: np.ndarray, d: int, clip: bool = True) -> np.ndarray:
+        f = self.activations[slot]
+        values = np.array(values, np.float32)
+        if clip and self.clip is not None:
+            np.clip(values, -self.clip, self.clip, out=values)
+        return (f[d] if isinstance(f, list) else f)(values)
+
+
+def _param(value: np.ndarray, d: int) -> np.ndarray:
+    """Direction d's scale or zero point: one value, or one per gate column."""
+    part = value.reshape(value.shape[0], -1)[d]
+    return part.reshape(()) if part.size == 1 else part

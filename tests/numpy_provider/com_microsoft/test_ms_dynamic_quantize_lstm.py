@@ -1,0 +1,68 @@
+"""com.microsoft DynamicQuantizeLSTM against onnxruntime: directions, bias, initial states,
+peepholes, sequence_lens, per-tensor and per-column parameters, int8 and uint8 weights, clip and
+input_forget. onnxruntime quantizes h once per step over the batch rows each of its threads
+takes, so its results depend on its thread count: the oracle runs on one thread, the kernel's
+semantics (one quantization over the whole batch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.numpy_provider.com_microsoft.ms_oracle import assert_ms_matches
+
+RNG = np.random.default_rng(79)
+S, B, I, H = 5, 3, 6, 4
+#: initializers, as the quantization tool writes them (onnxruntime wants constant zero points)
+WEIGHTS = ("w", "r", "w_scale", "w_zp", "r_scale", "r_zp")
+
+
+def _feeds(direction="forward", w_type=np.int8, per_column=False, bias=True, states=False, peepholes=False,
+           lens=None):
+    d = 2 if direction == "bidirectional" else 1
+    params = (d, 4 * H) if per_column else (d,)
+    info = np.iinfo(w_type)
+
+    def q(shape):
+        return RNG.integers(info.min, info.max + 1, shape).astype(w_type)
+
+    def zp():  # onnxruntime takes one uint8 zero point per matrix: per-column ones are all equal
+        return np.zeros(params, w_type) if w_type == np.int8 else np.full(params, q(()), w_type)
+
+    return {
+        "x": RNG.standard_normal((S, B, I)).astype(np.float32),
+        "w": q((d, I, 4 * H)), "r": q((d, H, 4 * H)),
+        "b": RNG.standard_normal((d, 8 * H)).astype(np.float32) if bias else None,
+        "lens": lens,
+        "h0": RNG.standard_normal((d, B, H)).astype(np.float32) if states else None,
+        "c0": RNG.standard_normal((d, B, H)).astype(np.float32) if states else None,
+        "p": RNG.standard_normal((d, 3 * H)).astype(np.float32) if peepholes else None,
+        "w_scale": RNG.uniform(0.002, 0.01, params).astype(np.float32), "w_zp": zp(),
+        "r_scale": RNG.uniform(0.002, 0.01, params).astype(np.float32), "r_zp": zp(),
+    }
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("w_type", [np.int8, np.uint8])
+@pytest.mark.parametrize("per_column", [False, True])
+def test_directions_and_parameters(direction, w_type, per_column):
+    feeds = _feeds(direction, w_type, per_column)
+    assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=1, constants=WEIGHTS, hidden_size=H, direction=direction)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("lens", [[5, 3, 1], [3, 5, 2]])
+def test_states_peepholes_and_lengths(direction, lens):
+    feeds = _feeds(direction, states=True, peepholes=True, lens=np.array(lens, np.int32))
+    assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=1, constants=WEIGHTS, hidden_size=H,
+                      direction=direction)
+
+
+def test_a_sequence_without_steps_ends_in_zero_states():
+    feeds = _feeds(states=True, lens=np.array([5, 0, 2], np.int32))
+    assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=1, constants=WEIGHTS, hidden_size=H)
+
+
+def test_no_bias_clip_and_input_forget():
+    feeds = _feeds(bias=False, states=True)
+    assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=1, constants=WEIGHTS, hidden_size=H, clip=0.5, input_forget=1)
