@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from onnxplug.device import HardwareDevice, host_cpu
 from onnxplug.ir import Graph, Node
 from onnxplug.kernel import Kernel
 from onnxplug.provider import ExecutionProvider
@@ -30,6 +31,12 @@ class NumpyProvider(ExecutionProvider):
     def devices(cls) -> list[str]:
         """The host CPU."""
         return ["cpu (host memory)"]
+
+    @classmethod
+    def hardware_devices(cls) -> list[HardwareDevice]:
+        """The host CPU (declared, so that listing devices creates no provider: creating one sets
+        the process-wide product threads)."""
+        return [host_cpu()]
 
     def preferred_layout(self, node: Node, graph: Graph) -> str | None:
         """"NHWC" for depthwise convolutions and the 1x1 convolutions and pools around them (see

@@ -10,9 +10,11 @@ from onnxplug_sdk import (
     CompilingProvider,
     FusedSubgraph,
     GraphView,
+    HardwareDevice,
     Kernel,
     KernelContext,
     Node,
+    host_cpu,
 )
 
 from onnxplug_numba.threads import ThreadControl, max_threads
@@ -53,6 +55,11 @@ class NumbaProvider(CompilingProvider):
     def devices(cls) -> list[str]:
         """The host CPU and the default thread count."""
         return [f"cpu (host memory, {max_threads()} threads by default)"]
+
+    @classmethod
+    def hardware_devices(cls) -> list[HardwareDevice]:
+        """The host CPU."""
+        return [host_cpu()]
 
     def fusable(self, node: Node, view: GraphView) -> bool:
         """Elementwise nodes the code generator computes exactly at their dtypes."""
