@@ -11,13 +11,14 @@ from onnxplug.errors import NotImplementedOpError
 from onnxplug.providers.numpy.blas import matmul
 
 
-def mask_bias(kernel, mask: np.ndarray | None, batch: int, seq: int, past: int, causal: bool,
+def mask_bias(kernel, mask: np.ndarray | None, batch: int, seq: int, total: int, causal: bool,
               filter_value: float, dtype: np.dtype) -> np.ndarray | None:
-    """The additive mask, [B, 1, S, T] (T = past + S), or None when nothing is masked.
+    """The additive mask, [B, 1, S, T] for T keys (the last S of them aligned with the queries when
+    causal), or None when nothing is masked.
 
     ``mask`` is a key padding mask: [B] end positions, [2B] end then start positions, [B, T] or
     [B, S, T] of 1 (attend) / 0 (masked)."""
-    total = past + seq
+    past = total - seq
     lowest = np.finfo(dtype).min
     if mask is None and not causal:
         return None

@@ -45,7 +45,7 @@ class Attention(NumpyKernel):
                 raise ValueError(f"{self.node.describe()}: past must be [2, B, N, P, H] with equal K and V sizes")
             past_len = past.shape[3]
             k, v = np.concatenate((past[0], k), axis=2), np.concatenate((past[1], v), axis=2)
-        additive = mask_bias(self, mask_index, batch, seq, past_len, bool(self.attr("unidirectional", 0)),
+        additive = mask_bias(self, mask_index, batch, seq, past_len + seq, bool(self.attr("unidirectional", 0)),
                              float(self.attr("mask_filter_value", -10000.0)), np.dtype(np.float32))
         if attention_bias is not None:
             additive = attention_bias if additive is None else additive + attention_bias
