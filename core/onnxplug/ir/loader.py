@@ -19,6 +19,13 @@ from onnxplug.errors import (
     ModelProtobufError,
     ModelValidationError,
 )
+from onnxplug.ir.declared_types import (
+    check_inputs,
+    clear_invalid_dims,
+    declared_dim_names,
+    merge_output,
+    untyped_outputs,
+)
 from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
 from onnxplug.ir.validate import ORT_DEFAULT_DOMAIN_OPS, check_known_op, check_versions, sort_and_check
 
@@ -31,6 +38,8 @@ def load_model(source: ModelSource) -> Model:
     """Read, validate and convert a model. Raises a subclass of ``OnnxplugError`` on bad input."""
     proto, base_dir, label = _read_proto(source)
     check_versions(label, proto.ir_version, _opsets(proto))
+    check_inputs(proto.graph, label)
+    clear_invalid_dims(proto)
     _load_external_data(proto, base_dir, label)
     kept = {(f.domain, f.name) for f in _kept_functions(proto)}
     if any((f.domain, f.name) not in kept for f in proto.functions):
@@ -224,6 +233,11 @@ def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
                 if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
     for t in unranked:
         t.shape.SetInParent()
+    # an output without a type takes the inferred one (as in onnxruntime): a placeholder for the check
+    untyped = untyped_outputs(proto.graph)
+    for vi in untyped:
+        vi.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+        vi.type.tensor_type.shape.SetInParent()
     # onnxruntime's own default-domain ops have no onnx schema: the checker sees them in its domain
     ort_nodes = [(n, n.domain) for n in proto.graph.node
                  if n.domain in ("", "ai.onnx") and n.op_type in ORT_DEFAULT_DOMAIN_OPS]
@@ -242,11 +256,13 @@ def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
     finally:
         for t in unranked:
             t.ClearField("shape")
+        for vi in untyped:
+            vi.ClearField("type")
         for n, domain in ort_nodes:
             n.domain = domain
         if added_import is not None:
             proto.opset_import.remove(added_import)
-    return None if unranked or ort_nodes else serialized
+    return None if unranked or ort_nodes or untyped else serialized
 
 
 def _infer_types(proto: onnx.ModelProto, graph: Graph, size: int, serialized: bytes | None = None) -> None:
@@ -260,19 +276,19 @@ def _infer_types(proto: onnx.ModelProto, graph: Graph, size: int, serialized: by
                                                 strict_mode=False, data_prop=True)
     except Exception:  # onnx raises several types; inference is an optimisation here
         return
-    _merge_types(inferred.graph, graph)
+    _merge_types(inferred.graph, graph, declared_dim_names(proto))
 
 
-def _merge_types(inferred: onnx.GraphProto, graph: Graph) -> None:
+def _merge_types(inferred: onnx.GraphProto, graph: Graph, names: frozenset[str]) -> None:
     """Copy inferred value infos into ``graph`` and, node by node, into its subgraphs (so the
-    optimizer sees the shapes inside If branches and Loop/Scan bodies too)."""
+    optimizer sees the shapes inside If branches and Loop/Scan bodies too); outputs merge the two
+    as onnxruntime does (``names``: the dimension names the model declares)."""
     known = {vi.name for vi in graph.inputs} | {vi.name for vi in graph.outputs}
     for vp in inferred.value_info:
         if vp.name not in known:
             graph.value_info[vp.name] = ValueInfo.from_proto(vp)
     for vp, vi in zip(inferred.output, graph.outputs):
-        if vi.type is None or (vi.type.kind == "tensor" and vi.type.shape is None):
-            vi.type = ValueInfo.from_proto(vp).type
+        vi.type = merge_output(vi.type, ValueInfo.from_proto(vp).type, names)
     holders = {tuple(n.outputs): n for n in graph.nodes if n.subgraphs}
     for np_ in inferred.node:
         node = holders.get(tuple(np_.output))
@@ -283,7 +299,7 @@ def _merge_types(inferred: onnx.GraphProto, graph: Graph) -> None:
             if attr is None:
                 continue
             if ap.type == AttributeProto.GRAPH and attr.type == AttributeProto.GRAPH:
-                _merge_types(ap.g, attr.value)
+                _merge_types(ap.g, attr.value, names)
             elif ap.type == AttributeProto.GRAPHS and attr.type == AttributeProto.GRAPHS:
                 for gp, sub in zip(ap.graphs, attr.value):
-                    _merge_types(gp, sub)
+                    _merge_types(gp, sub, names)
