@@ -41,6 +41,15 @@ def _roi_align(features: Any, rois: Any, spatial_scale: float, pooled_height: in
     return _roi_align(features, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)
 
 
+# plain functions, not lambdas: torchvision scripts some of its callers while tracing
+def _has_ops() -> bool:
+    return True
+
+
+def _assert_has_ops() -> None:
+    pass
+
+
 def _compiled_ops_load() -> bool:
     import importlib.util
     from pathlib import Path
@@ -96,13 +105,15 @@ def import_torchvision() -> Any:
         _LIBRARY = lib
         if "torchvision" in sys.modules and sys.modules["torchvision"] is None:
             del sys.modules["torchvision"]  # hidden by code that found it broken: it imports now
-        import torchvision.extension as extension
-        import torchvision.ops.boxes as boxes
-        import torchvision.ops.roi_align as roi_align
+        import importlib
+
+        # import_module: the attribute torchvision.ops.roi_align is the function, not the module
+        extension, boxes, roi_align = (importlib.import_module(f"torchvision.{name}")
+                                       for name in ("extension", "ops.boxes", "ops.roi_align"))
 
         # torchvision decided at import that its operators are missing; they exist now
-        extension._has_ops = roi_align._has_ops = lambda: True
-        boxes._assert_has_ops = roi_align._assert_has_ops = lambda: None
+        extension._has_ops = roi_align._has_ops = _has_ops
+        boxes._assert_has_ops = roi_align._assert_has_ops = _assert_has_ops
     import torchvision
 
     return torchvision
