@@ -76,6 +76,8 @@ def check_value(src: str, name: str, value: Any, declared: ValueType | None) -> 
     elif not isinstance(value, np.ndarray):
         raise InputTypeError(f"model {src}: input {name!r} expects a numpy array or a list "
                              f"({describe_type(declared)}), got {_kind(value)}")
+    if not value.dtype.isnative:
+        value = value.astype(value.dtype.newbyteorder("="))
     try:
         got = elem_type_of(value.dtype)
     except (KeyError, TypeError, ValueError):
@@ -87,8 +89,6 @@ def check_value(src: str, name: str, value: Any, declared: ValueType | None) -> 
     if got == TensorProto.STRING:
         return _strings(src, name, value)
     value = np.asarray(value)  # subclasses (np.matrix, masked arrays) as plain arrays, as onnxruntime reads them
-    if not value.dtype.isnative:
-        value = value.astype(value.dtype.newbyteorder("="))
     return value if value.flags.c_contiguous else value.copy(order="C")
 
 
