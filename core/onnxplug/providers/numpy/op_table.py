@@ -4,7 +4,9 @@
 
 For every op onnx defines (all versions of the default domain, ``ai.onnx.ml`` and the preview
 domains), each schema version is resolved as the provider resolves a node at that opset: a
-native kernel from the registry, else the onnx.reference adapter, else nothing.
+native kernel from the registry, else the onnx.reference adapter, else nothing. onnxruntime's
+contrib domain ``com.microsoft`` (version 1) lists the kernels registered for it and, when
+onnxruntime is installed, every other op its CPU provider runs there or in the default domain.
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ import onnx
 from onnxplug.providers.numpy.reference_adapter import reference_support
 from onnxplug.providers.numpy.registry import REGISTRY
 
+#: onnxruntime's contrib domain (no onnx schemas: its rows come from the registry and onnxruntime).
+ORT_DOMAIN = "com.microsoft"
 #: Domains listed, in this order, with their headings.
 DOMAINS = {"": "ai.onnx (default domain)", "ai.onnx.ml": "ai.onnx.ml",
-           "ai.onnx.preview": "ai.onnx.preview", "ai.onnx.preview.training": "ai.onnx.preview.training"}
+           "ai.onnx.preview": "ai.onnx.preview", "ai.onnx.preview.training": "ai.onnx.preview.training",
+           ORT_DOMAIN: "com.microsoft (onnxruntime's contrib ops)"}
+#: Suffix of the rows of onnxruntime's own default-domain ops, listed with com.microsoft.
+_DEFAULT_DOMAIN_SUFFIX = " (default domain)"
 NATIVE, REFERENCE, MISSING = "native", "onnx.reference", "not supported"
 #: What a user must know about some ops beyond how they are computed.
 NOTES = {
@@ -50,13 +57,31 @@ def op_statuses() -> dict[str, dict[str, list[OpStatus]]]:
     table: dict[str, dict[str, list[OpStatus]]] = {d: {} for d in DOMAINS}
     for (domain, op_type), since in sorted(versions.items()):
         table[domain][op_type] = [_status(domain, op_type, v) for v in sorted(since)]
+    ort_ops = _onnxruntime_cpu_ops()
+    contrib = {op for d, op, _ in REGISTRY.keys() if d == ORT_DOMAIN} | {op for d, op in ort_ops if d == ORT_DOMAIN}
+    onnx_defined = {op for d, op in versions if d == ""}
+    extra_default = {op for d, op in ort_ops if d in ("", "ai.onnx") and op not in onnx_defined
+                     and not op.startswith("Memcpy")}
+    rows = {op: (ORT_DOMAIN, op) for op in contrib}
+    rows.update({op + _DEFAULT_DOMAIN_SUFFIX: ("", op) for op in extra_default})
+    for name, (domain, op_type) in sorted(rows.items()):
+        table[ORT_DOMAIN][name] = [_status(domain, op_type, 1)]
     return table
+
+
+def _onnxruntime_cpu_ops() -> set[tuple[str, str]]:
+    """(domain, op) of every kernel of onnxruntime's CPU provider; empty without onnxruntime."""
+    try:
+        from onnxruntime.capi import onnxruntime_pybind11_state as ort_capi
+    except ImportError:
+        return set()
+    return {(k.domain, k.op_name) for k in ort_capi.get_all_opkernel_def() if k.provider == "CPUExecutionProvider"}
 
 
 def _status(domain: str, op_type: str, opset: int) -> OpStatus:
     kernel = REGISTRY.resolve(domain, op_type, opset)
     if kernel is not None:
-        return OpStatus(opset, NATIVE, kernel.__module__.rsplit(".", 1)[-1] + ".py")
+        return OpStatus(opset, NATIVE, kernel.__module__.split(".ops.", 1)[-1].replace(".", "/") + ".py")
     support = reference_support(domain, op_type, opset)
     if support is not None:
         return OpStatus(opset, REFERENCE, support)
@@ -95,6 +120,9 @@ def write_markdown(out: TextIO) -> None:
               "evaluator, or a context-dependent function body built for the input types). Versions are the "
               "op's schema versions (since_version); a row with ranges changes how it is computed between "
               "versions.\n\n")
+    out.write("The com.microsoft section lists the kernels of onnxruntime's contrib ops (`ops/com_microsoft/`) "
+              "and, as not supported, the other ops onnxruntime's CPU provider runs in that domain or, marked "
+              f"(default domain), in the default domain outside onnx's schemas{_ort_version()}.\n\n")
     out.write(f"At each op's latest version: {counts[NATIVE]} native, {counts[REFERENCE]} onnx.reference, "
               f"{counts[MISSING]} not supported.\n")
     for domain, heading in DOMAINS.items():
@@ -109,6 +137,14 @@ def write_markdown(out: TextIO) -> None:
                 detail = f"{detail}; {note}" if detail else note
             since = ", ".join(str(s.since_version) for s in statuses)
             out.write(f"| {op_type} | {since} | {how} | {detail} |\n")
+
+
+def _ort_version() -> str:
+    try:
+        import onnxruntime
+    except ImportError:
+        return " (onnxruntime is not installed: none listed)"
+    return f" (onnxruntime {onnxruntime.__version__})"
 
 
 def main() -> int:
