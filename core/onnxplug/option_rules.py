@@ -12,7 +12,7 @@ run config keys, the documented options of its CPU and CUDA providers) has one :
   ``accepted`` values, which are what onnxplug does anyway.
 
 A name the table does not have is refused. ``docs/onnxruntime-options.md`` holds the table as
-:func:`markdown_table` renders it (``python -m onnxplug.option_rules`` prints it; a test compares).
+:func:`markdown_table` renders it (a test compares them).
 """
 
 from __future__ import annotations
@@ -53,14 +53,19 @@ _RULES: tuple[Rule, ...] = (
     # --- SessionOptions attributes -------------------------------------------------------------
     Rule(SESSION_OPTIONS, "graph_optimization_level", IMPLEMENTED, "selects the optimizer passes (docs/optimizer.md)"),
     Rule(SESSION_OPTIONS, "intra_op_num_threads", IMPLEMENTED, "threads each provider computes with (0: one per core)"),
-    Rule(SESSION_OPTIONS, "enable_profiling", IMPLEMENTED, "records a Chrome trace of each run; `end_profiling()` writes it"),
+    Rule(SESSION_OPTIONS, "enable_profiling", IMPLEMENTED, "records a Chrome trace of each run; "
+         "`end_profiling()` writes it"),
     Rule(SESSION_OPTIONS, "profile_file_prefix", IMPLEMENTED, "the profile's file name prefix"),
     Rule(SESSION_OPTIONS, "optimized_model_filepath", IMPLEMENTED, "saves the optimized model (ONNX format)"),
-    Rule(SESSION_OPTIONS, "log_severity_level", IMPLEMENTED, "what session creation reports (README, Session options)"),
-    Rule(SESSION_OPTIONS, "log_verbosity_level", IMPLEMENTED, "kept; onnxplug's verbose messages have one level of detail"),
+    Rule(SESSION_OPTIONS, "log_severity_level", IMPLEMENTED, "what session creation reports (README, Session "
+         "options)"),
+    Rule(SESSION_OPTIONS, "log_verbosity_level", IMPLEMENTED, "kept; onnxplug's verbose messages have one level "
+         "of detail"),
     Rule(SESSION_OPTIONS, "logid", IMPLEMENTED, "kept as the session's log id"),
-    Rule(SESSION_OPTIONS, "enable_cpu_mem_arena", IMPLEMENTED, "keeps freed host memory for the next run (process-wide)"),
-    Rule(SESSION_OPTIONS, "enable_mem_pattern", TUNING, f"onnxruntime plans buffer offsets from earlier runs' shapes; {_MEMORY}"),
+    Rule(SESSION_OPTIONS, "enable_cpu_mem_arena", IMPLEMENTED, "keeps freed host memory for the next run "
+         "(process-wide)"),
+    Rule(SESSION_OPTIONS, "enable_mem_pattern", TUNING, f"onnxruntime plans buffer offsets from earlier runs' "
+         f"shapes; {_MEMORY}"),
     Rule(SESSION_OPTIONS, "enable_mem_reuse", TUNING, f"onnxruntime's planner reuses buffers between nodes; {_MEMORY}"),
     Rule(SESSION_OPTIONS, "execution_mode", TUNING, "ORT_PARALLEL runs independent nodes concurrently in onnxruntime; "
          "onnxplug runs nodes one after another (ORT_SEQUENTIAL), which gives the same results"),
@@ -277,7 +282,3 @@ def markdown_table() -> str:
             parts.append(f"| `{r.name}` | {status} | {r.what.replace('|', '/')} |")
         parts.append("")
     return "\n".join(parts)
-
-
-if __name__ == "__main__":
-    print(markdown_table(), end="")

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from onnxplug.errors import OptionValueError, UnsupportedOptionError
 from onnxplug.option_rules import RUN_CONFIG, RUN_OPTIONS, SESSION_CONFIG, SESSION_OPTIONS, check
+from onnxplug.ort_functions import ExecutionOrder
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -88,8 +89,8 @@ class SessionOptions(_Strict):
 
     _scope = SESSION_OPTIONS
     _defaults = {"enable_mem_pattern": True, "enable_mem_reuse": True, "execution_mode": ExecutionMode.ORT_SEQUENTIAL,
-                 "execution_order": 0, "inter_op_num_threads": 0, "use_deterministic_compute": False,
-                 "use_per_session_threads": True}
+                 "execution_order": ExecutionOrder.DEFAULT, "inter_op_num_threads": 0,
+                 "use_deterministic_compute": False, "use_per_session_threads": True}
     _unimplemented_methods = ("add_initializer", "add_external_initializers",
                               "add_external_initializers_from_files_in_memory",
                               "add_free_dimension_override_by_denotation",

@@ -81,7 +81,8 @@ def _dims(model: onnx.ModelProto) -> Iterator[onnx.TensorShapeProto.Dimension]:
                 graphs.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
 
 
-def merge_output(declared: ValueType | None, inferred: ValueType | None, kept_names: frozenset[str]) -> ValueType | None:
+def merge_output(declared: ValueType | None, inferred: ValueType | None,
+                 kept_names: frozenset[str]) -> ValueType | None:
     """An output's type as onnxruntime reports it: the declared type merged with the inferred one,
     whose made-up dimension names (not among ``kept_names``) count as unknown."""
     inferred = _without_made_up(inferred, kept_names)
