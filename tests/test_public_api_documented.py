@@ -15,7 +15,8 @@ MODULES = ["onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.kernel", 
            "onnxplug.ep_devices", "onnxplug.ort_functions", "onnxplug.ort_api_table", "onnxplug.api_coverage",
            "onnxplug.capi", "onnxplug.capi._pybind_state", "onnxplug.capi.onnxruntime_pybind11_state",
            "onnxplug.capi.onnxruntime_inference_collection", "onnxplug.as_onnxruntime",
-           "onnxplug.as_onnxruntime.namespace", "onnxplug.as_onnxruntime.__main__"]
+           "onnxplug.as_onnxruntime.namespace", "onnxplug.as_onnxruntime.__main__", "onnxplug.option_rules",
+           "onnxplug.feeds", "onnxplug.provider_specs", "onnxplug.ir.declared_types"]
 
 
 def _public_members(module):
