@@ -20,6 +20,24 @@ LSTM_FEATURES = 16
 IMAGE_CHANNELS = 3
 
 
+def _transformers() -> Any:
+    """``transformers``, importable even where torchvision is installed but broken (a build for another torch
+    fails at import with ``RuntimeError``): the text models here never use it, so it is hidden instead."""
+    import sys
+
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        pass
+    except RuntimeError:
+        for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[name]
+        sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec() then answers None
+    import transformers
+
+    return transformers
+
+
 def _keyword_wrapper(model: Any, names: Sequence[str], outputs: Sequence[str], **extra: Any) -> Any:
     """A module that passes its positional inputs to ``model`` by keyword and returns the named outputs as a
     tuple, so the traced signature is exactly the graph's inputs."""
@@ -49,34 +67,31 @@ def _export_text(model: Any, path: Path, names: Sequence[str], outputs: Sequence
 
 def export_bert(path: Path, seed: int = 0) -> None:
     """BertModel(hidden 64, 2 layers, 4 heads); inputs input_ids, attention_mask, token_type_ids."""
-    from transformers import BertConfig, BertModel
-
+    tf = _transformers()
     seeded(seed)
-    config = BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS,
+    config = tf.BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS,
                         intermediate_size=4 * HIDDEN, max_position_embeddings=128, attn_implementation="eager")
-    _export_text(BertModel(config, add_pooling_layer=False), path,
+    _export_text(tf.BertModel(config, add_pooling_layer=False), path,
                  ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state"])
 
 
 def export_gpt2(path: Path, seed: int = 0) -> None:
     """GPT2Model(n_embd 64, 2 layers, 4 heads, gelu_new) without past key values."""
-    from transformers import GPT2Config, GPT2Model
-
+    tf = _transformers()
     seeded(seed)
-    config = GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=2, n_head=HEADS, n_positions=128, use_cache=False,
+    config = tf.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=2, n_head=HEADS, n_positions=128, use_cache=False,
                         bos_token_id=0, eos_token_id=0, attn_implementation="eager")
-    _export_text(GPT2Model(config), path, ["input_ids", "attention_mask"], ["last_hidden_state"], use_cache=False)
+    _export_text(tf.GPT2Model(config), path, ["input_ids", "attention_mask"], ["last_hidden_state"], use_cache=False)
 
 
 def export_llama(path: Path, seed: int = 0) -> None:
     """LlamaForCausalLM(hidden 64, 2 layers, 4 heads over 2 key/value heads); output logits."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
+    tf = _transformers()
     seeded(seed)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
+    config = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
                          num_attention_heads=HEADS, num_key_value_heads=HEADS // 2, max_position_embeddings=128,
                          use_cache=False, attn_implementation="eager")
-    _export_text(LlamaForCausalLM(config), path, ["input_ids", "attention_mask"], ["logits"], use_cache=False)
+    _export_text(tf.LlamaForCausalLM(config), path, ["input_ids", "attention_mask"], ["logits"], use_cache=False)
 
 
 def export_cnn(path: Path, seed: int = 0) -> None:
