@@ -168,6 +168,16 @@ CLIP_TEXT = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hi
 CLIP_VISION = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                    image_size=32, patch_size=8)
 
+
+def _clip_text(name: str, exporter: str = "torchscript", opset: int = 17) -> ZooModel:
+    return _model(name, "CLIPTextModel from CLIPTextConfig(hidden=64, layers=2, heads=2, vocab=1000)",
+                  "CLIPTextModel", "CLIPTextConfig", CLIP_TEXT,
+                  [InputSpec("input_ids", "int64", ((1, 7), (2, 12)), "integers", {"high": VOCAB}),
+                   InputSpec("attention_mask", "int64", ((1, 7), (2, 12)), "mask")],
+                  {"last_hidden_state": _TOKENS, "pooler_output": _BATCH}, picks=(0, 1), exporter=exporter,
+                  opset=opset, notes="dynamic batch and sequence; the second row of the batch is padded")
+
+
 MODELS: list[ZooModel] = [
     _whisper_encoder("whisper-encoder"),
     _model("whisper-decoder", WHISPER_RECIPE + ": decoder and output projection, no cache",
@@ -197,12 +207,7 @@ MODELS: list[ZooModel] = [
            dict(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 48, 64], num_attention_heads=[1, 1, 2, 2],
                 decoder_hidden_size=32, num_labels=5),
            [_image(64)], {"logits": _BATCH}),
-    _model("clip-text", "CLIPTextModel from CLIPTextConfig(hidden=64, layers=2, heads=2, vocab=1000)",
-           "CLIPTextModel", "CLIPTextConfig", CLIP_TEXT,
-           [InputSpec("input_ids", "int64", ((1, 7), (2, 12)), "integers", {"high": VOCAB}),
-            InputSpec("attention_mask", "int64", ((1, 7), (2, 12)), "mask")],
-           {"last_hidden_state": _TOKENS, "pooler_output": _BATCH}, picks=(0, 1),
-           notes="dynamic batch and sequence; the second row of the batch is padded"),
+    _clip_text("clip-text"),
     _model("clip-vision", "CLIPVisionModel from CLIPVisionConfig(hidden=64, layers=2, heads=2, 32x32, patch 8)",
            "CLIPVisionModel", "CLIPVisionConfig", CLIP_VISION, [_image(32)],
            {"last_hidden_state": _BATCH, "pooler_output": _BATCH}, picks=(0, 1)),
@@ -210,4 +215,6 @@ MODELS: list[ZooModel] = [
     _vit("vit-dynamo", exporter="dynamo", opset=18),
     _convnext("convnext-dynamo", exporter="dynamo", opset=20),
     _whisper_encoder("whisper-encoder-dynamo", exporter="dynamo", opset=18),
+    # TorchScript at opset 13: no LayerNormalization, so layer norms are decomposed
+    _clip_text("clip-text-opset13", opset=13),
 ]

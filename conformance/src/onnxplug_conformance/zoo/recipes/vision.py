@@ -218,7 +218,8 @@ MODELS: list[ZooModel] = [
                 "dynamo exporter", partial(_torchvision_model, "efficientnet_b0"), exporter="dynamo", opset=21),
     _segmenter("lraspp-mobilenetv3-dynamo", exporter="dynamo", opset=18),
     _classifier("mobilenetv3-small-opset13", "torchvision", "torchvision mobilenet_v3_small(weights=None), 64x64, "
-                "opset 13 (hard-swish as HardSigmoid and Mul)", partial(_torchvision_model, "mobilenet_v3_small"), opset=13),
+                "opset 13 (hard-swish as HardSigmoid and Mul)", partial(_torchvision_model, "mobilenet_v3_small"),
+                opset=13),
     _classifier("shufflenetv2-x0.5-opset13", "torchvision", "torchvision shufflenet_v2_x0_5(weights=None), 64x64, "
                 "opset 13", partial(_torchvision_model, "shufflenet_v2_x0_5"), opset=13),
 ]
