@@ -31,7 +31,7 @@ def ms_model(op_type: str, feeds: Mapping[str, Any], n_outputs: int = 1, domain:
     out_names = outputs if outputs is not None else [f"y{i}" for i in range(n_outputs)]
     node = helper.make_node(op_type, names, out_names, domain=domain, **attrs)
     graph = helper.make_graph([node], "g", inputs, [helper.make_empty_tensor_value_info(n) for n in out_names if n],
-                              [numpy_helper.from_array(np.asarray(feeds[n]), n) for n in constants])
+                              [numpy_helper.from_array(np.asarray(feeds[n]), n) for n in constants if feeds[n] is not None])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", default_opset), helper.make_opsetid(MS, 1)])
     model.ir_version = 9
     return model

@@ -30,14 +30,18 @@ class Attention(NumpyKernel):
 
     def compute(self, x, weights, bias=None, mask_index=None, past=None, attention_bias=None,
                 past_sequence_length=None):
-        batch, seq, _ = x.shape
-        sizes = [int(s) for s in self.attr("qkv_hidden_sizes", None) or [weights.shape[1] // 3] * 3]
-        if sum(sizes) != weights.shape[1] or any(s % self.heads for s in sizes) or sizes[0] != sizes[1]:
-            raise ValueError(f"{self.node.describe()}: qkv_hidden_sizes {sizes} do not fit weights "
-                             f"{list(weights.shape)} and {self.heads} heads")
         qkv = matmul(x, weights)
         if bias is not None:
             qkv = qkv + bias
+        return self.attention(qkv, mask_index, past, attention_bias)
+
+    def attention(self, qkv, mask_index, past, attention_bias):
+        """Everything after the projection (also QAttention's): qkv is [B, S, Dq + Dk + Dv]."""
+        batch, seq, width = qkv.shape
+        sizes = [int(s) for s in self.attr("qkv_hidden_sizes", None) or [width // 3] * 3]
+        if sum(sizes) != width or any(s % self.heads for s in sizes) or sizes[0] != sizes[1]:
+            raise ValueError(f"{self.node.describe()}: qkv_hidden_sizes {sizes} do not fit weights of "
+                             f"{width} columns and {self.heads} heads")
         q, k, v = (split_heads(part, self.heads) for part in np.split(qkv, np.cumsum(sizes)[:2], axis=-1))
         past_len = 0
         if past is not None:
