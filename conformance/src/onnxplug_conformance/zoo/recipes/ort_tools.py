@@ -105,11 +105,12 @@ _BERT_INPUTS = _text_inputs(("input_ids", "attention_mask", "token_type_ids"))
 _DECODER_INPUTS = _text_inputs(("input_ids", "attention_mask"))
 _IMAGES = (InputSpec("input", "float32", ((1, 3, 32, 32), (4, 3, 48, 40)), "uniform"),)
 _SEQUENCES = (InputSpec("x", "float32", ((2, 10, src.LSTM_FEATURES), (5, 23, src.LSTM_FEATURES)), "normal"),)
-_BERT = "BertModel(BertConfig(hidden 64, 2 layers, 4 heads, eager attention)) exported by torch.onnx (TorchScript, opset 17)"
-_GPT2 = "GPT2Model(GPT2Config(n_embd 64, 2 layers, 4 heads, no past, eager attention)) exported by torch.onnx (TorchScript, opset 17)"
-_LLAMA = ("LlamaForCausalLM(LlamaConfig(hidden 64, 2 layers, 4 heads, 2 key/value heads, eager attention)) "
-          "exported by torch.onnx (TorchScript, opset 17)")
-_CNN = "a residual CNN (Conv/BatchNorm/ReLU, MaxPool, Add, GlobalAveragePool, MatMul, Linear) exported by torch.onnx (TorchScript, opset 17)"
+_TORCHSCRIPT = "exported by torch.onnx (TorchScript, opset 17)"
+_BERT = f"BertModel(BertConfig(hidden 64, 2 layers, 4 heads, eager attention)) {_TORCHSCRIPT}"
+_GPT2 = f"GPT2Model(GPT2Config(n_embd 64, 2 layers, 4 heads, no past, eager attention)) {_TORCHSCRIPT}"
+_LLAMA = (f"LlamaForCausalLM(LlamaConfig(hidden 64, 2 layers, 4 heads, 2 key/value heads, eager attention)) "
+          f"{_TORCHSCRIPT}")
+_CNN = f"a residual CNN (Conv/BatchNorm/ReLU, MaxPool, Add, GlobalAveragePool, MatMul, Linear) {_TORCHSCRIPT}"
 
 
 def _model(name: str, family: str, recipe: str, inputs: tuple[InputSpec, ...], build: Callable[[Path], None],

@@ -2,8 +2,9 @@
 
 Each model is fitted at build time on seeded synthetic data (``make_classification``), so the file is the
 same at every build. Opsets are the converters' defaults, pinned so the recorded number stays true.
-Classifiers give a label (int64) and probabilities; probabilities are plain tensors (``zipmap=False``) except on
-the random forest, which keeps skl2onnx's default ZipMap (a sequence of maps). The batch axis is dynamic.
+Classifiers give a label (int64; strings for the ColumnTransformer pipeline) and probabilities, plain
+tensors (``zipmap=False``) except on the random forest, which keeps skl2onnx's default ZipMap (a sequence of
+maps). The batch axis is dynamic.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def _build_column_transformer(path: Path, seed: int = 0) -> None:
     n = 300
     num = rng.normal(size=(n, 3)).astype("float32") * [1.0, 5.0, 0.2] + [0.0, 10.0, -1.0]
     cat = rng.choice(CATEGORIES, size=(n, 2))
-    y = ((num[:, 0] > 0).astype(int) + (cat[:, 0] == "red") + (cat[:, 1] == "blue")) % 2
+    # String class labels, so the label output is a string tensor.
+    y = np.where(((num[:, 0] > 0).astype(int) + (cat[:, 0] == "red") + (cat[:, 1] == "blue")) % 2, "churn", "stay")
     frame = pd.DataFrame({"n0": num[:, 0], "n1": num[:, 1], "n2": num[:, 2], "c0": cat[:, 0], "c1": cat[:, 1]})
     # Columns by position: skl2onnx maps 0-2 to the float input and 3-4 to the string input.
     pipe = Pipeline([
@@ -218,7 +220,8 @@ MODELS: list[ZooModel] = [
              inputs=(InputSpec("num", "float32", ((BATCHES[0], 3), (BATCHES[1], 3)), "normal", {"scale": 3.0}),
                      InputSpec("cat", "object", ((BATCHES[0], 2), (BATCHES[1], 2)), "choice",
                                {"values": list(CATEGORIES)})),
-             build=_build_column_transformer, notes=_SKL_NOTES),
+             build=_build_column_transformer,
+             notes="outputs: label (string: 'churn' or 'stay'), probabilities (float32, zipmap=False)"),
     ZooModel(name="sklearn-tfidf-text", family="sklearn", source_package="scikit-learn",
              recipe="Pipeline(TfidfVectorizer(ngram_range=(1, 2)), LogisticRegression) fitted on seeded documents "
                     "of 20 words, skl2onnx.to_onnx",
