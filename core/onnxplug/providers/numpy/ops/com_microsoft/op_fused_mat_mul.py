@@ -1,5 +1,5 @@
 """com.microsoft FusedMatMul (onnxruntime's session fuses a MatMul with a scale or transposes into
-it): Y = alpha * A' @ B' with MatMul broadcasting. transA / transB swap the last two axes;
+it) and TransposeMatMul, its older name: Y = alpha * A' @ B' with MatMul broadcasting. transA / transB swap the last two axes;
 transBatchA / transBatchB first move axis 0 of a rank >= 3 operand next to the last
 ([d0, d1, ..., dn-1] -> [d1, ..., d0, dn-1]), as onnxruntime does. Unlike the project's
 com.onnxplug FusedMatMul it has no activation."""
@@ -12,6 +12,7 @@ from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.registry import op
 
 
+@op("TransposeMatMul", domain=DOMAIN)
 @op("FusedMatMul", domain=DOMAIN)
 class FusedMatMul(NumpyKernel):
     def compute(self, a, b):
