@@ -52,7 +52,7 @@ def test_qlinear_conv(channels_last, bias):
              "ws": RNG.uniform(0.002, 0.01, 4).astype(np.float32), "wz": np.zeros(4, np.int8),
              "ys": np.array(0.2, np.float32), "yz": _q(np.uint8, ()),
              "b": RNG.integers(-300, 300, 4).astype(np.int32) if bias else None}
-    assert_ms_matches("QLinearConv", feeds, rtol=0, atol=1, constants=("w", "ws", "wz"), channels_last=channels_last,
+    assert_ms_matches("QLinearConv", feeds, rtol=0, atol=0, constants=("w", "ws", "wz"), channels_last=channels_last,
                       pads=[1, 1, 1, 1])
 
 
