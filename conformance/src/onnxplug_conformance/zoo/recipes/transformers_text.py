@@ -73,6 +73,7 @@ ARCHS: dict[str, Arch] = {
     "bart": Arch("BartForConditionalGeneration", "BartConfig", _BART, "seq2seq-decoder-past", ("logits",)),
 }
 ARCHS["gpt2-past"] = replace(ARCHS["gpt2"], kind="causal-past")
+ARCHS["llama-past"] = replace(ARCHS["llama"], kind="causal-past")  # a cache of fewer heads than the queries
 ARCHS["t5-encoder"] = Arch("T5EncoderModel", "T5Config", _T5, "encoder")
 ARCHS["bart-encoder"] = Arch("BartForConditionalGeneration", "BartConfig", _BART, "encoder", submodule="get_encoder")
 
@@ -205,6 +206,7 @@ MODELS: list[ZooModel] = [
     _model("gpt2", "gpt2", 3508),
     _model("gpt2-past", "gpt2-past", 3509),
     _model("llama", "llama", 3510),
+    _model("llama-past", "llama-past", 3515),
     _model("t5-encoder", "t5-encoder", 3511),
     _model("t5-decoder", "t5", 3512),
     _model("bart-encoder", "bart-encoder", 3513),
