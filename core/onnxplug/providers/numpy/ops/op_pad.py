@@ -13,6 +13,10 @@ class Pad(NumpyKernel):
         if self.node.opset < 11:  # attributes: ``paddings`` (opset 1), ``pads`` (opset 2)
             pads = self.attr("paddings") if self.node.opset < 2 else self.attr("pads")
             constant_value = np.asarray(self.attr("value", 0.0))
+        return self.pad(x, pads, constant_value, axes)
+
+    def pad(self, x, pads, constant_value=None, axes=None):
+        """Opset 11's semantics (also com.microsoft Pad's): pads, value and axes as inputs."""
         pads = ints(pads)
         axes_l = list(range(x.ndim)) if axes is None else [normalize_axis(a, x.ndim) for a in ints(axes)]
         n = len(axes_l)
