@@ -30,21 +30,24 @@ def export(module: Any, args: tuple[Any, ...], path: Path, *, input_names: Seque
 
 
 def import_transformers() -> Any:
-    """``transformers``, importable even where ``torchvision`` is not.
+    """``transformers``, after ``torchvision`` (:func:`._torchvision_ops.import_torchvision`).
 
-    ``transformers`` imports ``torchvision`` whenever it is installed; a wheel built for another torch
-    (PyPI's CUDA build beside a CPU torch) fails in its own import and takes every model class down
-    with it. Text and audio models need none of it, so a broken one is hidden from the process.
+    ``transformers`` imports ``torchvision`` whenever it is installed, and one whose compiled
+    operators do not load (PyPI's CUDA build beside a CPU torch) would take every model class down
+    with it. Should torchvision still fail, it is hidden: text and audio models need none of it.
     """
     import importlib
     import sys
 
-    try:
-        importlib.import_module("torchvision")
-    except Exception:  # noqa: BLE001 - any failure of a broken install (RuntimeError, OSError, ...)
-        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-            del sys.modules[name]
-        sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec() -> None, import fails
+    from onnxplug_conformance.zoo.recipes._torchvision_ops import import_torchvision
+
+    if "transformers" not in sys.modules:
+        try:
+            import_torchvision()
+        except Exception:  # noqa: BLE001 - absent, or broken some other way (RuntimeError, OSError, ...)
+            for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+                del sys.modules[name]
+            sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec() -> None, import fails
     return importlib.import_module("transformers")
 
 
