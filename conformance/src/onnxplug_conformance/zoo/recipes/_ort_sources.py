@@ -1,8 +1,9 @@
 """Small float models that onnxruntime's offline tools rewrite (see :mod:`.ort_tools`).
 
-Transformers come from ``transformers`` configs with random weights, exported by torch.onnx's TorchScript
-exporter at opset 17 with eager attention, whose graph is the pattern onnxruntime's fusions look for. The
-CNN and the LSTM are written here. Every export has dynamic batch and sequence (or image size) axes.
+Transformers come from ``transformers`` configs with random weights (every parameter, biases and norms
+included, moved by seeded noise), exported by torch.onnx's TorchScript exporter at opset 17 with eager
+attention, whose graph is the pattern onnxruntime's fusions look for. The CNN and the LSTM are written
+here. Every export has dynamic batch and sequence (or image size) axes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ HIDDEN = 64
 HEADS = 4
 LSTM_FEATURES = 16
 IMAGE_CHANNELS = 3
+PARAMETER_NOISE = 0.1  # standard deviation added to every parameter of the transformers models
 
 
 def _transformers() -> Any:
@@ -57,6 +59,12 @@ def _keyword_wrapper(model: Any, names: Sequence[str], outputs: Sequence[str], *
 
 def _export_text(model: Any, path: Path, names: Sequence[str], outputs: Sequence[str], **extra: Any) -> None:
     import torch
+
+    # transformers initialises biases to 0 and norm weights to 1, which would let a kernel that ignores a
+    # bias or a gamma pass; noise on every parameter gives each of them a part in the output.
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter), alpha=PARAMETER_NOISE)
 
     feeds = {"input_ids": torch.randint(0, VOCAB // 2, (2, 8)), "attention_mask": torch.ones(2, 8, dtype=torch.long),
              "token_type_ids": torch.zeros(2, 8, dtype=torch.long)}
