@@ -272,3 +272,16 @@ def test_set_global_thread_pool_sizes_is_accepted_and_checked() -> None:
         onnxplug.set_global_thread_pool_sizes(2, 1)
     with pytest.raises(errors.OptionValueError, match="intra_op_num_threads"):
         onnxplug.set_global_thread_pool_sizes(-1, 0)
+
+
+@pytest.mark.parametrize("index", range(len(onnxplug.get_ep_devices())))
+def test_each_listed_device_runs_a_model_as_onnxruntime(index: int) -> None:
+    device = onnxplug.get_ep_devices()[index]
+    assert device.device.type in tuple(onnxplug.OrtHardwareDeviceType)
+    options = onnxplug.SessionOptions()
+    options.add_provider_for_devices([device], {})
+    session = onnxplug.InferenceSession(_model(), options)
+    assert session.get_providers()[0] == device.ep_name
+    x = np.linspace(-3, 3, 6, dtype=np.float32).reshape(2, 3)
+    expected = onnxruntime.InferenceSession(_model(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], expected[0])
