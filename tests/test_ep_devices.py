@@ -218,11 +218,22 @@ def test_registered_plugin_joins_and_leaves_the_catalog(tmp_path: Path) -> None:
         assert device.ep_options == {"device_id": "0"}
         with pytest.raises(errors.ProviderLibraryError, match="already registered"):
             onnxplug.register_execution_provider_library("acme", path)
+        with pytest.raises(errors.ProviderLibraryError, match="already taken"):  # the same provider name
+            onnxplug.register_execution_provider_library("acme2", path)
+        onnxplug.register_execution_provider_library("acme2_fixed", _renamed(path, tmp_path))
+        onnxplug.unregister_execution_provider_library("acme2_fixed")
     finally:
         onnxplug.unregister_execution_provider_library("acme")
     assert "fakegpu" not in onnxplug.get_available_providers()
     with pytest.raises(errors.UnknownProviderError):
         onnxplug.InferenceSession(_model(), providers=["fakegpu"])
+
+
+def _renamed(path: Path, folder: Path) -> Path:
+    """The plugin at ``path`` with its provider named 'fakegpu2'."""
+    renamed = folder / "acme_renamed.py"
+    renamed.write_text(path.read_text().replace('name = "fakegpu"', 'name = "fakegpu2"'))
+    return renamed
 
 
 def test_a_package_directory_registers_too(tmp_path: Path) -> None:

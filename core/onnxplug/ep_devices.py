@@ -387,7 +387,13 @@ def register_execution_provider_library(registration_name: str, library_path: st
         if not hasattr(module, "onnxplug_register_providers"):
             raise ProviderLibraryError(f"register_execution_provider_library: {path!r} defines no "
                                        f"onnxplug_register_providers hook")
+        rejected_before = len(catalog.rejected)
         catalog.add_plugin(module, name)
+        if name not in catalog.owner.values():
+            reasons = "; ".join(f"{r.name!r}: {r.reason}" for r in catalog.rejected[rejected_before:])
+            catalog.remove_plugin(name)
+            raise ProviderLibraryError(f"register_execution_provider_library({name!r}, {path!r}): the plugin "
+                                       f"registered no provider ({reasons or 'its hook registered none'})")
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
