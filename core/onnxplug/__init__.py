@@ -18,9 +18,8 @@ from onnxplug.ep_devices import (
     OrtHardwareDevice,
     OrtHardwareDeviceType,
     get_ep_devices,
-    register_execution_provider_library,
-    unregister_execution_provider_library,
 )
+from onnxplug.ep_libraries import register_execution_provider_library, unregister_execution_provider_library
 from onnxplug.io_binding import IOBinding
 from onnxplug.logs import set_default_logger_severity, set_default_logger_verbosity
 from onnxplug.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions

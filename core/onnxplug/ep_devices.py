@@ -14,25 +14,20 @@ onnxruntime. A policy ``PREFER_X`` picks the first provider with a device of typ
 default provider; ``DEFAULT`` is ``PREFER_CPU``, ``MAX_PERFORMANCE`` is ``PREFER_GPU``, and
 ``MAX_EFFICIENCY`` and ``MIN_OVERALL_POWER`` are ``PREFER_NPU``, as onnxruntime maps them.
 
-``register_execution_provider_library(name, path)`` loads an onnxplug provider plugin (a ``.py``
-file or a package directory defining ``onnxplug_register_providers``) under ``name``; onnxruntime's
-native plugin libraries (``.so``, ``.dll``, ``.dylib``) cannot run here and are refused with
-:class:`~onnxplug.errors.ProviderLibraryError`.
+Provider plugins loaded at run time (``register_execution_provider_library``) are
+:mod:`onnxplug.ep_libraries`'.
 """
 
 from __future__ import annotations
 
 import enum
-import importlib.util
-import os
-import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from onnxplug import logs
 from onnxplug.device import HardwareDevice, host_cpu
-from onnxplug.errors import NotRecordedError, OptionValueError, ProviderLibraryError
+from onnxplug.errors import NotRecordedError, OptionValueError
 from onnxplug.options import _refuse_call
 
 if TYPE_CHECKING:
@@ -178,6 +173,13 @@ def _devices_of(cls: type[ExecutionProvider]) -> list[HardwareDevice]:
     if kind == "cuda":
         return [HardwareDevice("GPU", "NVIDIA", 0x10DE, provider.device.index)]
     return [HardwareDevice("GPU", "", 0, provider.device.index)]
+
+
+def forget_providers_of(module_name: str) -> None:
+    """Drop the providers made for devices from classes of ``module_name`` (a plugin going away)."""
+    with _lock:
+        for cls in [c for c in _instances if c.__module__.split(".")[0] == module_name]:
+            del _instances[cls]
 
 
 def get_ep_devices() -> list[OrtEpDevice]:
@@ -349,67 +351,3 @@ def graph_assignment_info(session: InferenceSession) -> list[OrtEpAssignedSubgra
     return [OrtEpAssignedSubgraph(group.provider.name,
                                   [OrtEpAssignedNode(n.name, n.op_type, n.domain) for n in group.nodes])
             for group in session._groups]
-
-
-# --- provider libraries --------------------------------------------------------------------------
-
-_NATIVE_SUFFIXES = (".so", ".dll", ".dylib")
-_registered: dict[str, str] = {}  # registration name -> module name in sys.modules
-
-
-def register_execution_provider_library(registration_name: str, library_path: str | os.PathLike[str]) -> None:
-    """Load an onnxplug provider plugin (a ``.py`` file or a package directory that defines
-    ``onnxplug_register_providers``) as plugin ``registration_name``; its providers join the catalog."""
-    from onnxplug.plugins import get_catalog
-
-    name, path = str(registration_name), os.fspath(library_path)
-    catalog = get_catalog()
-    if name in _registered or catalog.pm.get_plugin(name) is not None:
-        raise ProviderLibraryError(f"register_execution_provider_library: {name!r} is already registered")
-    if path.lower().endswith(_NATIVE_SUFFIXES) or ".so." in os.path.basename(path):
-        raise ProviderLibraryError(
-            f"register_execution_provider_library({name!r}, {path!r}): a native onnxruntime provider library "
-            f"cannot run on onnxplug, whose providers are Python plugins; pass the .py file or package "
-            f"directory of an onnxplug provider plugin")
-    target = os.path.join(path, "__init__.py") if os.path.isdir(path) else path
-    if not os.path.isfile(target):
-        raise ProviderLibraryError(f"register_execution_provider_library({name!r}, {path!r}): no such file "
-                                   f"(expected a .py file or a package directory)")
-    module_name = f"onnxplug_registered_{''.join(c if c.isalnum() else '_' for c in name)}"
-    spec = importlib.util.spec_from_file_location(
-        module_name, target, submodule_search_locations=[path] if os.path.isdir(path) else None)
-    if spec is None or spec.loader is None:
-        raise ProviderLibraryError(f"register_execution_provider_library: cannot import {path!r}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-        if not hasattr(module, "onnxplug_register_providers"):
-            raise ProviderLibraryError(f"register_execution_provider_library: {path!r} defines no "
-                                       f"onnxplug_register_providers hook")
-        rejected_before = len(catalog.rejected)
-        catalog.add_plugin(module, name)
-        if name not in catalog.owner.values():
-            reasons = "; ".join(f"{r.name!r}: {r.reason}" for r in catalog.rejected[rejected_before:])
-            catalog.remove_plugin(name)
-            raise ProviderLibraryError(f"register_execution_provider_library({name!r}, {path!r}): the plugin "
-                                       f"registered no provider ({reasons or 'its hook registered none'})")
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    _registered[name] = module_name
-
-
-def unregister_execution_provider_library(registration_name: str) -> None:
-    """Remove the providers of a plugin loaded by ``register_execution_provider_library``."""
-    from onnxplug.plugins import get_catalog
-
-    name = str(registration_name)
-    if name not in _registered:
-        raise ProviderLibraryError(f"unregister_execution_provider_library: {name!r} was not registered")
-    get_catalog().remove_plugin(name)
-    module_name = _registered.pop(name)
-    with _lock:
-        for cls in [c for c in _instances if c.__module__.split(".")[0] == module_name]:
-            del _instances[cls]
-    sys.modules.pop(module_name, None)
