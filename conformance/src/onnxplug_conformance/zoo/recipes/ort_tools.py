@@ -39,13 +39,15 @@ def _quantize_dynamic(source: Path, path: Path) -> None:
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
 
-def _quantize_static(quant_format: str) -> Callable[[Path, Path], None]:
+def _quantize_static(quant_format: str, activations: str = "QUInt8", per_channel: bool = False
+                     ) -> Callable[[Path, Path], None]:
     def rewrite(source: Path, path: Path) -> None:
         from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
         quantize_static(str(source), str(path), src.image_reader("input", seed=0),
-                        quant_format=getattr(QuantFormat, quant_format), activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8)
+                        quant_format=getattr(QuantFormat, quant_format),
+                        activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8,
+                        per_channel=per_channel)
     return rewrite
 
 
@@ -136,6 +138,17 @@ MODELS: list[ZooModel] = [
            "ai.onnx QLinearConv x4, QLinearMatMul, QuantizeLinear, DequantizeLinear, MaxPool on uint8; com.microsoft "
            "QGemm (alpha 1, transB 1, float-free: int32 bias, uint8 output), QLinearAdd, QLinearGlobalAveragePool "
            "(channels_last 0)", quantized=True),
+    _model("quantized-cnn-qoperator-per-channel", "quantized",
+           f"quantize_static(QOperator, U8 activations, S8 weights per output channel) of {_CNN}", _IMAGES,
+           _from_source(src.export_cnn, _quantize_static("QOperator", per_channel=True)),
+           "as quantized-cnn-qoperator (QLinearConv x4, QLinearMatMul; com.microsoft QGemm, QLinearAdd, "
+           "QLinearGlobalAveragePool), with int8 weights, scales and zero points per output channel (1-D w_scale "
+           "and w_zero_point of QLinearConv, QLinearMatMul's b and QGemm's B)", quantized=True),
+    _model("quantized-cnn-qdq-s8", "quantized",
+           f"quantize_static(QDQ, S8 activations, S8 weights per output channel) of {_CNN}", _IMAGES,
+           _from_source(src.export_cnn, _quantize_static("QDQ", activations="QInt8", per_channel=True)),
+           "ai.onnx QuantizeLinear x11 and DequantizeLinear x11 of int8 activations; DequantizeLinear x11 of "
+           "per-channel int8 weights and int32 biases (axis 0; axis 1 for the MatMul weight)", quantized=True),
     _model("ort-optimized-bert", "ort-tools", f"onnxruntime.transformers.optimizer (bert, opt_level 0) of {_BERT}",
            _BERT_INPUTS, _from_source(src.export_bert, _optimize("bert")),
            "com.microsoft EmbedLayerNormalization (epsilon 1e-12, 8 inputs, mask_index output), Attention x2 "
