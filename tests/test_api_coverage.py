@@ -37,8 +37,9 @@ def instances() -> dict[str, Any]:
     session = onnxplug.InferenceSession(model.SerializeToString(), options)
     subgraph = session.get_provider_graph_assignment_info()[0]
     device = onnxplug.get_ep_devices()[0]
-    return {"InferenceSession": session, "SessionOptions": onnxplug.SessionOptions(), "RunOptions": onnxplug.RunOptions(),
-            "IOBinding": session.io_binding(), "OrtValue": onnxplug.OrtValue.ortvalue_from_numpy(np.zeros(2, np.float32)),
+    return {"InferenceSession": session, "SessionOptions": onnxplug.SessionOptions(),
+            "RunOptions": onnxplug.RunOptions(), "IOBinding": session.io_binding(),
+            "OrtValue": onnxplug.OrtValue.ortvalue_from_numpy(np.zeros(2, np.float32)),
             "NodeArg": session.get_inputs()[0], "ModelMetadata": session.get_modelmeta(), "OrtEpDevice": device,
             "OrtHardwareDevice": device.device, "OrtEpAssignedSubgraph": subgraph,
             "OrtEpAssignedNode": subgraph.get_nodes()[0]}

@@ -146,8 +146,9 @@ def test_onnxruntimes_tools_are_refused_by_name(module: str) -> None:
 
 
 def test_install_in_a_fresh_interpreter(model_path: Path) -> None:
-    code = ("import onnxplug.as_onnxruntime as a; a.install(); import onnxruntime, onnxruntime.capi._pybind_state as C; "
-            "import onnxplug.capi._pybind_state as P; print(onnxruntime.__file__, C is P, a.is_installed())")
+    code = ("import onnxplug.as_onnxruntime as a; a.install(); "
+            "import onnxruntime, onnxruntime.capi._pybind_state as C, onnxplug.capi._pybind_state as P; "
+            "print(onnxruntime.__file__, C is P, a.is_installed())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     file, same, installed = done.stdout.split()

@@ -4,7 +4,6 @@ what onnxruntime does on the same call where it can run here."""
 
 from __future__ import annotations
 
-import textwrap
 import warnings
 from pathlib import Path
 from typing import Iterator

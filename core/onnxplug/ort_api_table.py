@@ -25,7 +25,8 @@ _PACKAGE = "onnxruntime's model packages are not implemented; load the .onnx fil
 _MEMORY = ("onnxruntime's allocators and memory descriptions are not implemented; values are placed with OrtValue's "
            "device_type and device_id")
 _DEVICE = "onnxruntime's device descriptions are not implemented; devices are named by device_type and device_id"
-_EXTERNAL = "initializers handed over by the application are not implemented; the model's own (and external) data is read"
+_EXTERNAL = ("initializers handed over by the application are not implemented; the model's own (and external) "
+             "data is read")
 _SPARSE = "sparse tensors are not implemented"
 _STREAM = "device streams are not implemented; each provider synchronises its own work"
 _SESSION_BINDING = "onnxruntime's C-level binding; use IOBinding (InferenceSession.io_binding())"
@@ -78,10 +79,12 @@ TABLE: dict[str, tuple[str, str]] = {
     "IOBinding.synchronize_outputs": (SAME, ""),
     "InferenceSession": (SAME, ""),
     "InferenceSession.create_ortvalue_from_shape_and_type": (SAME, "vendor_id other than -1 is refused"),
-    "InferenceSession.disable_fallback": (SAME, "onnxplug never retries a failed run, which is what disabling asks for"),
+    "InferenceSession.disable_fallback": (
+        SAME, "onnxplug never retries a failed run, which is what disabling asks for"),
     "InferenceSession.enable_fallback": (REFUSED, "onnxplug never retries a failed run on other providers"),
     "InferenceSession.end_profiling": (SAME, ""),
-    "InferenceSession.get_input_epdevices": (REFUSED, "onnxruntime's per-input device descriptions; device values are bound with IOBinding and OrtValue"),
+    "InferenceSession.get_input_epdevices": (
+        REFUSED, "onnxruntime's per-input device descriptions; device values are bound with IOBinding and OrtValue"),
     "InferenceSession.get_input_memory_infos": (REFUSED, _MEMORY),
     "InferenceSession.get_inputs": (SAME, ""),
     "InferenceSession.get_modelmeta": (SAME, ""),
@@ -89,7 +92,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "InferenceSession.get_outputs": (SAME, ""),
     "InferenceSession.get_overridable_initializers": (SAME, ""),
     "InferenceSession.get_profiling_start_time_ns": (SAME, ""),
-    "InferenceSession.get_provider_graph_assignment_info": (SAME, "one subgraph per kernel (a node, or a fused group) of the main graph"),
+    "InferenceSession.get_provider_graph_assignment_info": (
+        SAME, "one subgraph per kernel (a node, or a fused group) of the main graph"),
     "InferenceSession.get_provider_options": (SAME, ""),
     "InferenceSession.get_providers": (SAME, ""),
     "InferenceSession.get_session_options": (SAME, ""),
@@ -100,7 +104,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "InferenceSession.run_async": (SAME, ""),
     "InferenceSession.run_with_iobinding": (SAME, ""),
     "InferenceSession.run_with_ort_values": (SAME, ""),
-    "InferenceSession.run_with_ortvaluevector": (REFUSED, "onnxruntime's C-level value vectors; use run_with_ort_values"),
+    "InferenceSession.run_with_ortvaluevector": (
+        REFUSED, "onnxruntime's C-level value vectors; use run_with_ort_values"),
     "InferenceSession.set_ep_dynamic_options": (REFUSED, "providers take their options at session creation only"),
     "InferenceSession.set_providers": (SAME, ""),
     "InferenceSession.set_tuning_results": (REFUSED, _TUNING_RESULTS),
@@ -325,7 +330,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "SessionOptions": (SAME, ""),
     "SessionOptions.add_external_initializers": (REFUSED, _INITIALIZERS),
     "SessionOptions.add_external_initializers_from_files_in_memory": (REFUSED, _INITIALIZERS),
-    "SessionOptions.add_free_dimension_override_by_denotation": (REFUSED, "dimension denotations are not read; use add_free_dimension_override_by_name"),
+    "SessionOptions.add_free_dimension_override_by_denotation": (
+        REFUSED, "dimension denotations are not read; use add_free_dimension_override_by_name"),
     "SessionOptions.add_free_dimension_override_by_name": (SAME, ""),
     "SessionOptions.add_initializer": (REFUSED, _INITIALIZERS),
     "SessionOptions.add_provider": (SAME, ""),
@@ -334,10 +340,13 @@ TABLE: dict[str, tuple[str, str]] = {
     "SessionOptions.clear_ep_context_data_read_func": (REFUSED, _EP_CONTEXT),
     "SessionOptions.get_session_config_entry": (SAME, ""),
     "SessionOptions.has_providers": (SAME, ""),
-    "SessionOptions.register_custom_ops_library": (REFUSED, "custom-op libraries are native onnxruntime code; onnxplug kernels come from provider plugins (docs/write-a-provider.md)"),
+    "SessionOptions.register_custom_ops_library": (
+        REFUSED, "custom-op libraries are native onnxruntime code; onnxplug kernels come from provider plugins "
+        "(docs/write-a-provider.md)"),
     "SessionOptions.set_ep_context_data_read_func": (REFUSED, _EP_CONTEXT),
     "SessionOptions.set_load_cancellation_flag": (REFUSED, "model loading cannot be cancelled"),
-    "SessionOptions.set_provider_selection_policy": (SAME, "policies as onnxruntime maps them, over onnxplug's providers (onnxplug.ep_devices)"),
+    "SessionOptions.set_provider_selection_policy": (
+        SAME, "policies as onnxruntime maps them, over onnxplug's providers (onnxplug.ep_devices)"),
     "SessionOptions.set_provider_selection_policy_delegate": (SAME, ""),
     "SparseTensor": (REFUSED, _SPARSE),
     "SparseTensor.as_blocksparse_view": (REFUSED, _SPARSE),
@@ -352,13 +361,16 @@ TABLE: dict[str, tuple[str, str]] = {
     "SparseTensor.to_cuda": (REFUSED, _SPARSE),
     "SparseTensor.values": (REFUSED, _SPARSE),
     "capi": (SAME, ""),
-    "copy_tensors": (REFUSED, "onnxruntime's batched device copy with a stream; copy with OrtValue.numpy and OrtValue.ortvalue_from_numpy"),
+    "copy_tensors": (
+        REFUSED, "onnxruntime's batched device copy with a stream; copy with OrtValue.numpy and "
+        "OrtValue.ortvalue_from_numpy"),
     "create_and_register_allocator": (REFUSED, _MEMORY),
     "create_and_register_allocator_v2": (REFUSED, _MEMORY),
     "cuda_version": (SAME, "empty: no CUDA build (the cupy provider brings its own)"),
     "disable_telemetry_events": (NOOP, "onnxplug collects and sends no telemetry"),
     "enable_telemetry_events": (NOOP, "onnxplug collects and sends no telemetry"),
-    "get_all_providers": (SAME, "onnxplug's provider names (CPUExecutionProvider and the like are accepted as aliases)"),
+    "get_all_providers": (
+        SAME, "onnxplug's provider names (CPUExecutionProvider and the like are accepted as aliases)"),
     "get_available_providers": (SAME, "onnxplug's provider names, the default last"),
     "get_build_info": (SAME, "describes onnxplug's build"),
     "get_device": (SAME, "the default provider's device, CPU"),
@@ -368,13 +380,19 @@ TABLE: dict[str, tuple[str, str]] = {
     "import_capi_exception": (SAME, ""),
     "onnxruntime_validation": (REFUSED, "onnxruntime's check of its own build and platform"),
     "package_name": (SAME, "onnxplug"),
-    "preload_dlls": (NOOP, "onnxplug preloads no CUDA, cuDNN or MSVC libraries (the cupy provider loads CUDA through CuPy)"),
+    "preload_dlls": (
+        NOOP, "onnxplug preloads no CUDA, cuDNN or MSVC libraries (the cupy provider loads CUDA through CuPy)"),
     "print_debug_info": (SAME, "prints onnxplug's build and providers"),
-    "register_execution_provider_library": (SAME, "loads an onnxplug provider plugin (.py file or package directory); native libraries are refused with ProviderLibraryError"),
-    "set_default_logger_callback": (REFUSED, "log records go through Python's logging (the onnxplug.* loggers): attach a logging.Handler"),
+    "register_execution_provider_library": (
+        SAME, "loads an onnxplug provider plugin (.py file or package directory); native libraries are refused with "
+        "ProviderLibraryError"),
+    "set_default_logger_callback": (
+        REFUSED, "log records go through Python's logging (the onnxplug.* loggers): attach a logging.Handler"),
     "set_default_logger_severity": (SAME, ""),
     "set_default_logger_verbosity": (SAME, ""),
-    "set_global_thread_pool_sizes": (NOOP, "the global pools serve sessions with use_per_session_threads=False; every onnxplug session has its own threads"),
+    "set_global_thread_pool_sizes": (
+        NOOP, "the global pools serve sessions with use_per_session_threads=False; every onnxplug session has its "
+        "own threads"),
     "set_seed": (SAME, ""),
     "unregister_execution_provider_library": (SAME, "removes a plugin loaded by register_execution_provider_library"),
     "version": (SAME, "1.32.0+onnxplug.<version>"),

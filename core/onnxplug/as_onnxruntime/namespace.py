@@ -10,7 +10,7 @@ from typing import Any
 
 from onnxplug import *  # noqa: F403
 from onnxplug import __all__ as _onnxplug_all
-from onnxplug import capi
+from onnxplug import capi  # noqa: F401 - onnxruntime.capi
 from onnxplug.capi import onnxruntime_version
 from onnxplug.capi.onnxruntime_pybind11_state import get_version_string  # noqa: F401 - onnxruntime's version
 

@@ -1,4 +1,5 @@
-"""``onnxruntime.capi.onnxruntime_inference_collection`` is onnxplug's ``onnxplug.capi.onnxruntime_inference_collection``."""
+"""``onnxruntime.capi.onnxruntime_inference_collection`` is onnxplug's module of that name in
+``onnxplug.capi``."""
 
 import sys
 
