@@ -41,13 +41,15 @@ def import_transformers() -> Any:
 
     from onnxplug_conformance.zoo.recipes._torchvision_ops import import_torchvision
 
-    if "transformers" not in sys.modules:
-        try:
-            import_torchvision()
-        except Exception:  # noqa: BLE001 - absent, or broken some other way (RuntimeError, OSError, ...)
-            for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-                del sys.modules[name]
-            sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec() -> None, import fails
+    try:
+        import_torchvision()
+    except Exception:  # noqa: BLE001 - absent, or broken some other way (RuntimeError, OSError, ...)
+        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+            del sys.modules[name]
+        sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec() -> None, import fails
+        utils = sys.modules.get("transformers.utils.import_utils")
+        if utils is not None:  # imported before: forget that it found torchvision
+            utils.is_torchvision_available.cache_clear()
     return importlib.import_module("transformers")
 
 
