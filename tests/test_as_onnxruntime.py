@@ -165,3 +165,10 @@ def test_install_refuses_when_onnxruntime_is_already_imported() -> None:
 def test_environment_puts_the_shim_first_once() -> None:
     env = as_onnxruntime.environment({"PYTHONPATH": os.pathsep.join(["/a", as_onnxruntime.shim_path(), "/b"])})
     assert env["PYTHONPATH"].split(os.pathsep) == [as_onnxruntime.shim_path(), "/a", "/b"]
+
+
+def test_onnxplug_exec_without_a_command_says_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+    from onnxplug.cli import main
+
+    assert main(["exec"]) == 1 and main(["exec", "--"]) == 1
+    assert "name a command to run, e.g. onnxplug exec -- python app.py" in capsys.readouterr().err
