@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from onnxplug_conformance.zoo.recipes._torch import export, seeded
+from onnxplug_conformance.zoo.recipes._torch import export, import_transformers, seeded
 
 OPSET = 17
 VOCAB = 1000
@@ -20,24 +20,6 @@ HEADS = 4
 LSTM_FEATURES = 16
 IMAGE_CHANNELS = 3
 PARAMETER_NOISE = 0.1  # standard deviation added to every parameter of the transformers models
-
-
-def _transformers() -> Any:
-    """``transformers``, importable even where torchvision is installed but broken (a build for another torch
-    fails at import with ``RuntimeError``): the text models here never use it, so it is hidden instead."""
-    import sys
-
-    try:
-        import torchvision  # noqa: F401
-    except ImportError:
-        pass
-    except RuntimeError:
-        for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-            del sys.modules[name]
-        sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec() then answers None
-    import transformers
-
-    return transformers
 
 
 def _keyword_wrapper(model: Any, names: Sequence[str], outputs: Sequence[str], **extra: Any) -> Any:
@@ -75,7 +57,7 @@ def _export_text(model: Any, path: Path, names: Sequence[str], outputs: Sequence
 
 def export_bert(path: Path, seed: int = 0) -> None:
     """BertModel(hidden 64, 2 layers, 4 heads); inputs input_ids, attention_mask, token_type_ids."""
-    tf = _transformers()
+    tf = import_transformers()
     seeded(seed)
     config = tf.BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS,
                         intermediate_size=4 * HIDDEN, max_position_embeddings=128, attn_implementation="eager")
@@ -85,7 +67,7 @@ def export_bert(path: Path, seed: int = 0) -> None:
 
 def export_gpt2(path: Path, seed: int = 0) -> None:
     """GPT2Model(n_embd 64, 2 layers, 4 heads, gelu_new) without past key values."""
-    tf = _transformers()
+    tf = import_transformers()
     seeded(seed)
     config = tf.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=2, n_head=HEADS, n_positions=128, use_cache=False,
                         bos_token_id=0, eos_token_id=0, attn_implementation="eager")
@@ -94,7 +76,7 @@ def export_gpt2(path: Path, seed: int = 0) -> None:
 
 def export_llama(path: Path, seed: int = 0) -> None:
     """LlamaForCausalLM(hidden 64, 2 layers, 4 heads over 2 key/value heads); output logits."""
-    tf = _transformers()
+    tf = import_transformers()
     seeded(seed)
     config = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
                          num_attention_heads=HEADS, num_key_value_heads=HEADS // 2, max_position_embeddings=128,
