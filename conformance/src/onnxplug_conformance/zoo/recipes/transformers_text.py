@@ -220,6 +220,11 @@ MODELS: list[ZooModel] = [
     _model("llama-dynamo", "llama", 3526, "dynamo", 20),
     _model("t5-encoder-dynamo", "t5-encoder", 3527, "dynamo", 18),
     _model("bart-encoder-dynamo", "bart-encoder", 3528, "dynamo", 20),
+    _model("albert-dynamo", "albert", 3529, "dynamo", 20),
+    _model("deberta-v2-dynamo", "deberta-v2", 3530, "dynamo", 18),
+    _model("llama-past-dynamo", "llama-past", 3534, "dynamo", 18),
+    _model("t5-decoder-dynamo", "t5", 3535, "dynamo", 20),
+    _model("bart-decoder-past-dynamo", "bart", 3536, "dynamo", 18),
     # the TorchScript exporter at an older opset (LayerNormalization decomposed, Split with attributes)
     _model("bert-opset13", "bert", 3531, opset=13),
     _model("distilbert-opset13", "distilbert", 3532, opset=13),
