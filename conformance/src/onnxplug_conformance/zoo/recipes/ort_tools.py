@@ -1,8 +1,9 @@
 """Models rewritten by onnxruntime's own offline tools, as users do before deploying.
 
 Quantized models (family "quantized": ``quantize_dynamic`` of a BERT, ``quantize_static`` of a CNN in QDQ
-and QOperator formats) and graphs rewritten into ``com.microsoft`` ops (family "ort-tools": the transformers
-optimizer on a BERT and a GPT-2, ``quantize_dynamic`` of an LSTM, a quantized BERT fused by an onnxruntime
+and QOperator formats, per-tensor and per-channel, uint8 and int8 activations) and graphs rewritten into
+``com.microsoft`` ops (family "ort-tools": the transformers optimizer on a BERT, with Attention or
+MultiHeadAttention, and on a GPT-2, ``quantize_dynamic`` of an LSTM, quantized BERTs fused by an onnxruntime
 session, and the 4-bit ``MatMulNBitsQuantizer`` on a LLaMA-style model). The float sources are built by
 :mod:`._ort_sources`; ``notes`` list the com.microsoft and quantized op types each file contains.
 """
@@ -108,10 +109,11 @@ _DECODER_INPUTS = _text_inputs(("input_ids", "attention_mask"))
 _IMAGES = (InputSpec("input", "float32", ((1, 3, 32, 32), (4, 3, 48, 40)), "uniform"),)
 _SEQUENCES = (InputSpec("x", "float32", ((2, 10, src.LSTM_FEATURES), (5, 23, src.LSTM_FEATURES)), "normal"),)
 _TORCHSCRIPT = "exported by torch.onnx (TorchScript, opset 17)"
-_BERT = f"BertModel(BertConfig(hidden 64, 2 layers, 4 heads, eager attention)) {_TORCHSCRIPT}"
-_GPT2 = f"GPT2Model(GPT2Config(n_embd 64, 2 layers, 4 heads, no past, eager attention)) {_TORCHSCRIPT}"
-_LLAMA = (f"LlamaForCausalLM(LlamaConfig(hidden 64, 2 layers, 4 heads, 2 key/value heads, eager attention)) "
-          f"{_TORCHSCRIPT}")
+_NOISE = f"random weights + N(0, {src.PARAMETER_NOISE}) on every parameter"
+_BERT = f"BertModel(BertConfig(hidden 64, 2 layers, 4 heads, eager attention), {_NOISE}) {_TORCHSCRIPT}"
+_GPT2 = f"GPT2Model(GPT2Config(n_embd 64, 2 layers, 4 heads, no past, eager attention), {_NOISE}) {_TORCHSCRIPT}"
+_LLAMA = (f"LlamaForCausalLM(LlamaConfig(hidden 64, 2 layers, 4 heads, 2 key/value heads, eager attention), "
+          f"{_NOISE}) {_TORCHSCRIPT}")
 _CNN = f"a residual CNN (Conv/BatchNorm/ReLU, MaxPool, Add, GlobalAveragePool, MatMul, Linear) {_TORCHSCRIPT}"
 
 
