@@ -34,6 +34,8 @@ class Arch:
     outputs: tuple[str, ...] = ("last_hidden_state",)
     token_types: bool = False  # takes token_type_ids
     submodule: str = ""  # export model.<submodule>() (``get_encoder``) instead of the model
+    cache: tuple[int, int, int] = (0, 0, 0)  # decoders: layers, key/value heads, head size
+    hidden: int = 0  # encoder-decoders: width of the encoder states
 
 
 _SMALL = dict(vocab_size=512, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
@@ -65,32 +67,19 @@ ARCHS: dict[str, Arch] = {
                          "max_position_embeddings": 66}, "encoder", ("last_hidden_state", "pooler_output")),
     "gpt2": Arch("GPT2LMHeadModel", "GPT2Config",
                  dict(vocab_size=512, n_positions=64, n_embd=32, n_layer=2, n_head=4, initializer_range=0.1), "causal",
-                 ("logits",)),
+                 ("logits",), cache=(2, 4, 8)),
     "llama": Arch("LlamaForCausalLM", "LlamaConfig",
                   dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                       num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.1), "causal", ("logits",)),
-    "t5": Arch("T5ForConditionalGeneration", "T5Config", _T5, "seq2seq-decoder", ("logits",)),
-    "bart": Arch("BartForConditionalGeneration", "BartConfig", _BART, "seq2seq-decoder-past", ("logits",)),
+                       num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.1), "causal", ("logits",),
+                  cache=(2, 2, 16)),
+    "t5": Arch("T5ForConditionalGeneration", "T5Config", _T5, "seq2seq-decoder", ("logits",), hidden=32),
+    "bart": Arch("BartForConditionalGeneration", "BartConfig", _BART, "seq2seq-decoder-past", ("logits",),
+                 cache=(2, 4, 8), hidden=32),
 }
 ARCHS["gpt2-past"] = replace(ARCHS["gpt2"], kind="causal-past")
 ARCHS["llama-past"] = replace(ARCHS["llama"], kind="causal-past")  # a cache of fewer heads than the queries
 ARCHS["t5-encoder"] = Arch("T5EncoderModel", "T5Config", _T5, "encoder")
 ARCHS["bart-encoder"] = Arch("BartForConditionalGeneration", "BartConfig", _BART, "encoder", submodule="get_encoder")
-
-
-def _heads(arch: Arch) -> tuple[int, int, int]:
-    """Layers, key/value heads and head size of a decoder's cache."""
-    c = arch.config
-    layers = c.get("n_layer", c.get("decoder_layers", c.get("num_hidden_layers")))
-    heads = c.get("n_head", c.get("decoder_attention_heads", c.get("num_key_value_heads")))
-    hidden = c.get("n_embd", c.get("d_model", c.get("hidden_size")))
-    attention_heads = c.get("n_head", c.get("decoder_attention_heads", c.get("num_attention_heads")))
-    return layers, heads, hidden // attention_heads
-
-
-def _hidden(arch: Arch) -> int:
-    c = arch.config
-    return c.get("d_model", c.get("n_embd", c.get("hidden_size", c.get("dim"))))
 
 
 def _ids(name: str, arch: Arch, shapes: tuple[tuple[int, ...], ...] = (S0, S1)) -> InputSpec:
@@ -102,7 +91,7 @@ def _mask(name: str, shapes: tuple[tuple[int, ...], ...] = (S0, S1)) -> InputSpe
 
 
 def _past_names(arch: Arch) -> list[str]:
-    return [f"past_{kv}_{i}" for i in range(_heads(arch)[0]) for kv in ("key", "value")]
+    return [f"past_{kv}_{i}" for i in range(arch.cache[0]) for kv in ("key", "value")]
 
 
 def _signature(arch: Arch) -> tuple[list[InputSpec], list[str], dict[str, dict[int, str]]]:
@@ -121,14 +110,15 @@ def _signature(arch: Arch) -> tuple[list[InputSpec], list[str], dict[str, dict[i
         return inputs, ["logits"], {"input_ids": bs, "attention_mask": bs, "logits": bs}
     if arch.kind in ("seq2seq-decoder", "seq2seq-decoder-past"):
         new = NEW if arch.kind == "seq2seq-decoder-past" else DECODER
-        states = tuple((b, s, _hidden(arch)) for b, s in (S0, S1))
+        states = tuple((b, s, arch.hidden) for b, s in (S0, S1))
         inputs = [_ids("decoder_input_ids", arch, new), InputSpec("encoder_hidden_states", "float32", states, "normal"),
                   _mask("encoder_attention_mask")]
         enc = {0: "batch", 1: "encoder_sequence"}
         axes = {"decoder_input_ids": bs, "encoder_hidden_states": enc, "encoder_attention_mask": enc, "logits": bs}
         if arch.kind == "seq2seq-decoder":
             return inputs, ["logits"], axes
-    layers, heads, size = _heads(arch)
+    # a step with a cache: decoder-only, or the seq2seq decoder above
+    _, heads, size = arch.cache
     cache_shapes = tuple((b, heads, p, size) for (b, _), p in zip(NEW, PAST))
     past = [InputSpec(n, "float32", cache_shapes, "normal") for n in _past_names(arch)]
     presents = [n.replace("past_", "present_") for n in _past_names(arch)]
@@ -184,15 +174,16 @@ def _config_text(config: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in config.items())
 
 
-def _model(name: str, arch_name: str, seed: int, exporter: str = "torchscript", opset: int = 17, tier: str = "full",
-           notes: str = "") -> ZooModel:
+def _model(name: str, arch_name: str, seed: int, exporter: str = "torchscript", opset: int = 17,
+           tier: str = "full") -> ZooModel:
+    """The zoo entry of one architecture through one exporter at one opset."""
     arch = ARCHS[arch_name]
     part = f".{arch.submodule}()" if arch.submodule else ""
     recipe = (f"{arch.model_class}{part} from {arch.config_class}({_config_text(arch.config)}), eager attention, "
               f"{arch.kind}, {exporter} exporter, opset {opset}")
     return ZooModel(name=name, family="transformers", source_package="transformers", recipe=recipe,
                     exporter=exporter, opset=opset, inputs=_signature(arch)[0],
-                    build=partial(_build, arch_name, exporter, opset, seed), tier=tier, notes=notes, seed=seed)
+                    build=partial(_build, arch_name, exporter, opset, seed), tier=tier, seed=seed)
 
 
 MODELS: list[ZooModel] = [
