@@ -27,7 +27,7 @@ from onnxplug.ir.declared_types import (
     untyped_outputs,
 )
 from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
-from onnxplug.ir.validate import ORT_DEFAULT_DOMAIN_OPS, check_known_op, check_versions, sort_and_check
+from onnxplug.ir.validate import check_known_op, check_versions, is_ort_default_domain_op, sort_and_check
 
 ModelSource = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
@@ -239,8 +239,9 @@ def _run_checker(proto: onnx.ModelProto, label: str, size: int) -> bytes | None:
         vi.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
         vi.type.tensor_type.shape.SetInParent()
     # onnxruntime's own default-domain ops have no onnx schema: the checker sees them in its domain
+    default_opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
     ort_nodes = [(n, n.domain) for n in proto.graph.node
-                 if n.domain in ("", "ai.onnx") and n.op_type in ORT_DEFAULT_DOMAIN_OPS]
+                 if is_ort_default_domain_op(n.domain, n.op_type, default_opset)]
     added_import = None
     if ort_nodes:
         for n, _ in ort_nodes:

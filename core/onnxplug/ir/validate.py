@@ -20,9 +20,13 @@ MIN_IR_VERSION = 3
 MAX_IR_VERSION = onnx.IR_VERSION
 #: Domains whose ops onnx defines: {domain: (lowest, highest) opset version}.
 KNOWN_DOMAINS: dict[str, tuple[int, int]] = dict(onnx.defs.C.schema_version_map())
-#: Ops onnxruntime registers in the default domain from version 1 (its transformer optimizer writes
-#: them into models of any opset), accepted there like custom-domain ops.
-ORT_DEFAULT_DOMAIN_OPS = frozenset({"LayerNormalization", "SimplifiedLayerNormalization"})
+#: Ops onnxruntime runs in the default domain without an onnx schema, accepted there like custom-domain
+#: ops up to the opset given (None: any): those its transformer optimizer writes into models of any
+#: opset, and the experimental ops of onnx before opset 10 (ImageScaler in old model-zoo CNNs, ...).
+ORT_DEFAULT_DOMAIN_OPS: dict[str, int | None] = {
+    "LayerNormalization": None, "SimplifiedLayerNormalization": None,
+    **dict.fromkeys(("Affine", "Crop", "DynamicSlice", "ImageScaler", "ParametricSoftplus", "Scale", "ScaledTanh"), 9),
+}
 
 
 def check_versions(source: str, ir_version: int, opsets: dict[str, int]) -> None:
@@ -40,9 +44,17 @@ def check_versions(source: str, ir_version: int, opsets: dict[str, int]) -> None
                 f"(supported: {bounds[0]}..{bounds[1]})")
 
 
+def is_ort_default_domain_op(domain: str, op_type: str, opset: int) -> bool:
+    """Whether a default-domain node is one of ORT_DEFAULT_DOMAIN_OPS at an opset it is accepted at."""
+    if domain not in ("", "ai.onnx") or op_type not in ORT_DEFAULT_DOMAIN_OPS:
+        return False
+    highest = ORT_DEFAULT_DOMAIN_OPS[op_type]
+    return highest is None or opset <= highest
+
+
 def check_known_op(source: str, node: Node) -> None:
     """Refuse an op that its (onnx-defined) domain does not have at the imported version."""
-    if node.domain not in KNOWN_DOMAINS or (node.domain in ("", "ai.onnx") and node.op_type in ORT_DEFAULT_DOMAIN_OPS):
+    if node.domain not in KNOWN_DOMAINS or is_ort_default_domain_op(node.domain, node.op_type, node.opset):
         return  # custom domains: a provider may claim them; the partitioner reports it otherwise
     try:
         onnx.defs.get_schema(node.op_type, node.opset, node.domain)
