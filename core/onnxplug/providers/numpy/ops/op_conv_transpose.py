@@ -9,6 +9,10 @@ class ConvTranspose(NumpyKernel):
     """ConvTranspose: columns = W^T @ X (one matmul), then col2im; pads from output_shape/auto_pad."""
 
     def compute(self, x, w, b=None):
+        return self.transpose(x, w, b, self.attr("pads", None))
+
+    def transpose(self, x, w, b, pads):
+        """The op with explicit ``pads`` (also com.microsoft ConvTransposeWithDynamicPads's input)."""
         kernel = list(self.attr("kernel_shape", None) or w.shape[2:])
         nd = len(kernel)
         strides, dilations = spatial_attrs(self.attr, kernel)
@@ -16,7 +20,6 @@ class ConvTranspose(NumpyKernel):
         in_sp = x.shape[2:]
         full = [s * (i - 1) + a + (k - 1) * d + 1 for s, i, a, k, d in zip(strides, in_sp, adj, kernel, dilations)]
         auto_pad = self.attr("auto_pad", "NOTSET")
-        pads = self.attr("pads", None)
         out_shape = self.attr("output_shape", None)
         if out_shape is not None or (pads is None and auto_pad in ("SAME_UPPER", "SAME_LOWER")):
             out_sp = list(out_shape)[-nd:] if out_shape is not None else [i * s for i, s in zip(in_sp, strides)]
