@@ -36,6 +36,8 @@ NOTES = {
                           "with a KernelError saying so",
     ("ai.onnx.preview.training", "Gradient"): "needs automatic differentiation of the graph, which onnxplug "
                                               "does not do",
+    ("com.microsoft", "Tokenizer"): "matches as onnxruntime's RE2 does with the `regex` package: "
+                                    "`pip install regex`, else the node fails with a KernelError saying so",
 }
 
 
