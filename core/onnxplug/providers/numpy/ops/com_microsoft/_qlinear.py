@@ -17,7 +17,8 @@ def per_tensor(kernel, name: str, value: np.ndarray | None) -> np.ndarray | None
     if value is None:
         return None
     if value.size != 1:
-        raise ValueError(f"{kernel.node.describe()}: {name} must be one value (per tensor), got shape {list(value.shape)}")
+        raise ValueError(f"{kernel.node.describe()}: {name} must be one value (per tensor), "
+                         f"got shape {list(value.shape)}")
     return value.reshape(())
 
 

@@ -4,9 +4,9 @@ onnxruntime's quantization tool writes it.
 W [D, input, 4H] and R [D, H, 4H] (transposed against LSTM's), gates (i, o, f, c), with scales and
 zero points per direction or per direction and column. Each product quantizes its float operand
 on the fly as DynamicQuantizeLinear does, as onnxruntime's CPU kernel does: all of X at once per
-direction, once per step the h of the rows that ran the step before; the integer product is exact (float64 BLAS) and scaled to float32.
-LSTM's attributes (activations, clip, input_forget, direction), peepholes, sequence_lens and
-initial states apply as in LSTM. Known difference: in a reverse direction where no sequence runs
+direction, once per step the h of the rows that ran the step before; the integer product is
+exact (float64 BLAS) and scaled to float32. LSTM's attributes (activations, clip, input_forget,
+direction), peepholes, sequence_lens and initial states apply as in LSTM. Known difference: in a reverse direction where no sequence runs
 every step, onnxruntime quantizes over other ranges (results differ by quantization steps)."""
 
 import numpy as np

@@ -19,7 +19,8 @@ class FusedGemm(_OwnFusedGemm):
         super().__init__(node, context)
         name = self.attr("activation", "")
         defaults = _ACTIVATIONS[name]
-        params = [float(self.attr(key, default)) for key, default in zip(("activation_alpha", "activation_beta"), defaults)]
+        params = [float(self.attr(key, default))
+                  for key, default in zip(("activation_alpha", "activation_beta"), defaults)]
         self.activation = (name, params)
         self._activate = in_place_activation(name, params)
 

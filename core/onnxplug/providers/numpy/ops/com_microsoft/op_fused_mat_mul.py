@@ -1,8 +1,8 @@
 """com.microsoft FusedMatMul (onnxruntime's session fuses a MatMul with a scale or transposes into
-it) and TransposeMatMul, its older name: Y = alpha * A' @ B' with MatMul broadcasting. transA / transB swap the last two axes;
-transBatchA / transBatchB first move axis 0 of a rank >= 3 operand next to the last
-([d0, d1, ..., dn-1] -> [d1, ..., d0, dn-1]), as onnxruntime does. Unlike the project's
-com.onnxplug FusedMatMul it has no activation."""
+it) and TransposeMatMul, its older name: Y = alpha * A' @ B' with MatMul broadcasting. transA /
+transB swap the last two axes; transBatchA / transBatchB first move axis 0 of a rank >= 3
+operand next to the last ([d0, d1, ..., dn-1] -> [d1, ..., d0, dn-1]), as onnxruntime does.
+Unlike the project's com.onnxplug FusedMatMul it has no activation."""
 
 import numpy as np
 

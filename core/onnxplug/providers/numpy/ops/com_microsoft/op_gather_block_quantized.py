@@ -47,16 +47,16 @@ class GatherBlockQuantized(NumpyKernel):
             raise ValueError(f"{self.node.describe()}: indices out of range [-{count}, {count})")
         index = np.where(index < 0, index + count, index)
         # rows first, then the codes of the gathered rows only; quantize_axis moved last meanwhile
-        rows = np.moveaxis(np.take(data, index, axis=g_axis), q_axis + index.ndim - 1 if q_axis > g_axis else q_axis, -1)
-        codes = unpack_codes(rows, self.bits, width).astype(np.float32)
-        scale = np.moveaxis(np.take(scales, index, axis=g_axis), q_axis + index.ndim - 1 if q_axis > g_axis else q_axis, -1)
+        out_axis = q_axis + index.ndim - 1 if q_axis > g_axis else q_axis  # quantize_axis after the gather
+
+        def gathered(t):
+            return np.moveaxis(np.take(t, index, axis=g_axis), out_axis, -1)
+
+        codes = unpack_codes(gathered(data), self.bits, width).astype(np.float32)
         if zero_points is None:
             zp = np.float32(1 << (self.bits - 1))
         else:
-            zp_rows = np.moveaxis(np.take(zero_points, index, axis=g_axis),
-                                  q_axis + index.ndim - 1 if q_axis > g_axis else q_axis, -1)
-            zp = unpack_codes(zp_rows, self.bits, blocks).astype(np.float32)
+            zp = unpack_codes(gathered(zero_points), self.bits, blocks).astype(np.float32)
             zp = np.repeat(zp, self.block, axis=-1)[..., :width]
-        values = (codes - zp) * np.repeat(scale.astype(np.float32), self.block, axis=-1)[..., :width]
-        out_axis = q_axis + index.ndim - 1 if q_axis > g_axis else q_axis
+        values = (codes - zp) * np.repeat(gathered(scales).astype(np.float32), self.block, axis=-1)[..., :width]
         return np.ascontiguousarray(np.moveaxis(values, -1, out_axis)).astype(scales.dtype)

@@ -19,5 +19,6 @@ class QLinearAveragePool(AveragePool):
             x = np.moveaxis(x, -1, 1)
         values = dequantize(x, per_tensor(self, "x_scale", x_scale), per_tensor(self, "x_zero_point", x_zero_point))
         pooled = super().compute(np.ascontiguousarray(values))
-        y = quantize(pooled, per_tensor(self, "y_scale", y_scale), per_tensor(self, "y_zero_point", y_zero_point), dtype)
+        y = quantize(pooled, per_tensor(self, "y_scale", y_scale), per_tensor(self, "y_zero_point", y_zero_point),
+                     dtype)
         return np.ascontiguousarray(np.moveaxis(y, 1, -1)) if channels_last else y

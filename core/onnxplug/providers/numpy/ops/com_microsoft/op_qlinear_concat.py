@@ -20,7 +20,9 @@ class QLinearConcat(NumpyKernel):
         parts = []
         for x, x_scale, x_zero_point in zip(triples[0::3], triples[1::3], triples[2::3]):
             if x.dtype != y_zero_point.dtype:
-                raise ValueError(f"{self.node.describe()}: every X must have Y's type {y_zero_point.dtype}, got {x.dtype}")
+                raise ValueError(f"{self.node.describe()}: every X must have Y's type {y_zero_point.dtype}, "
+                                 f"got {x.dtype}")
             same = np.array_equal(x_scale, y_scale) and np.array_equal(x_zero_point, y_zero_point)
-            parts.append(x if same else through_table(self, x, x_scale, x_zero_point, y_scale, y_zero_point, lambda v: v))
+            parts.append(x if same else
+                         through_table(self, x, x_scale, x_zero_point, y_scale, y_zero_point, lambda v: v))
         return np.concatenate(parts, axis=norm_axis(int(self.attr("axis")), parts[0].ndim))

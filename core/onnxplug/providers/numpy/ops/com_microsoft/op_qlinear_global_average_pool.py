@@ -23,4 +23,5 @@ class QLinearGlobalAveragePool(NumpyKernel):
         if x_zero_point is not None:
             total = total - int(x_zero_point) * count
         mean = total.astype(np.float32) * (np.float32(per_tensor(self, "x_scale", x_scale)) / np.float32(count))
-        return quantize(mean, per_tensor(self, "y_scale", y_scale), per_tensor(self, "y_zero_point", y_zero_point), dtype)
+        return quantize(mean, per_tensor(self, "y_scale", y_scale), per_tensor(self, "y_zero_point", y_zero_point),
+                        dtype)

@@ -1,7 +1,5 @@
 """com.microsoft QuickGelu: x * sigmoid(alpha x), alpha 1.702 by default."""
 
-import numpy as np
-
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._nn_util import widen
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN

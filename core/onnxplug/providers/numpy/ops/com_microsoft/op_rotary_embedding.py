@@ -30,8 +30,13 @@ class RotaryEmbedding(_OnnxRotaryEmbedding):
         if x.ndim == 4:
             return super().compute(x, cos_cache, sin_cache, position_ids)
         heads = int(self.attr("num_heads", 0))
-        head_size = x.shape[2] // heads if heads > 0 else int(self.attr("rotary_embedding_dim", 0)) or 2 * cos_cache.shape[1]
+        if heads > 0:
+            head_size = x.shape[2] // heads
+        else:
+            head_size = int(self.attr("rotary_embedding_dim", 0)) or 2 * cos_cache.shape[1]
         if x.shape[2] % head_size:
-            raise ValueError(f"{self.node.describe()}: hidden size {x.shape[2]} is not a multiple of the head size {head_size}")
+            raise ValueError(f"{self.node.describe()}: hidden size {x.shape[2]} is not a multiple of the head "
+                             f"size {head_size}")
         four = x.reshape(x.shape[0], seq, -1, head_size).transpose(0, 2, 1, 3)
-        return np.ascontiguousarray(super().compute(four, cos_cache, sin_cache, position_ids).transpose(0, 2, 1, 3)).reshape(x.shape)
+        rotated = super().compute(four, cos_cache, sin_cache, position_ids)
+        return np.ascontiguousarray(rotated.transpose(0, 2, 1, 3)).reshape(x.shape)

@@ -2,8 +2,6 @@
 of each input value among them and their counts (int64) — ai.onnx Unique's (sorted=0) Y,
 inverse_indices and counts."""
 
-import numpy as np
-
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.ops.op_unique import Unique as _OnnxUnique
 from onnxplug.providers.numpy.registry import op
