@@ -133,8 +133,9 @@ class FusedConvKernel(Kernel):
         act_node = next((n for n in subgraph.nodes if n.op_type in _ACTIVATIONS), None)
         consts = _clip_bounds(view, act_node) if act_node is not None and act_node.op_type == "Clip" else None
         self.act = activation_of(act_node, consts)
-        rank = len(view.type_of(self.x_name).shape) - 2  # type: ignore[union-attr]
-        self.spec = ConvSpec.from_node(conv_node, rank)
+        self.conv_node = conv_node
+        # the input's rank may only be known at run time (its inferred shape can be None)
+        self._specs: dict[int, ConvSpec] = {}
         self.constant_weight = self.weight is not None or self.w_name in context.constants
 
     def _value(self, inputs: tuple[Any, ...], name: str) -> Any:
@@ -145,5 +146,8 @@ class FusedConvKernel(Kernel):
         w = self.weight if self.weight is not None else self._value(inputs, self.w_name)
         b = self.bias if self.weight is not None else self._value(inputs, self.b_name)
         residual = self._value(inputs, self.residual_name)
-        return conv(x, w, b, self.spec, self.threads, residual=residual, act=self.act,
+        spec = self._specs.get(x.ndim)
+        if spec is None:
+            spec = self._specs[x.ndim] = ConvSpec.from_node(self.conv_node, x.ndim - 2)
+        return conv(x, w, b, spec, self.threads, residual=residual, act=self.act,
                     constant_weight=self.constant_weight)
