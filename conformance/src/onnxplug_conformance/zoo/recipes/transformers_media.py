@@ -76,11 +76,15 @@ def _build(path: Path, *, model_class: str, config_class: str, config: Mapping[s
     from onnxplug_conformance.zoo.recipes._transformers import small_model
     from onnxplug_conformance.zoo.recipes.vision import randomise_norms
 
+    def examples(shape_set: int) -> tuple[Any, ...]:
+        return tuple(torch.from_numpy(np.ascontiguousarray(generate(s, shape_set, np.random.default_rng((seed, i)))))
+                     for i, s in enumerate(inputs))
+
     model = small_model(model_class, config_class, seed, **config)
-    randomise_norms(model, seed)
     module = wrap(model) if wrap is not None else _adapter(model, [s.name for s in inputs], picks)
-    example = tuple(torch.from_numpy(np.ascontiguousarray(generate(s, 0, np.random.default_rng((seed, i)))))
-                    for i, s in enumerate(inputs))
+    batch = examples(1)
+    randomise_norms(model, seed, run=lambda: module(*batch))  # batch-norm statistics measured (MobileViT)
+    example = examples(0)
     export(module, example, path, input_names=[s.name for s in inputs], output_names=output_names,
            dynamic_axes=dynamic, opset=opset, exporter=exporter)
 

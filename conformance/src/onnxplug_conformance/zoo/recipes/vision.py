@@ -20,22 +20,46 @@ from onnxplug_conformance.zoo.spec import InputSpec, ZooModel
 IMAGE = {"low": -1.0, "high": 1.0}
 
 
-def randomise_norms(model: Any, seed: int) -> None:
-    """Seeded running statistics and affine terms for every batch norm (frozen ones too)."""
+def randomise_norms(model: Any, seed: int, run: Callable[[], Any] | None = None) -> None:
+    """Seeded statistics and affine terms for every batch norm (frozen ones too).
+
+    With ``run``, the running statistics are measured: ``run()`` feeds seeded data through the
+    model with its batch norms in training mode, and each keeps the exact averages it saw. Drawn statistics
+    rescale deep networks layer after layer until the input no longer shows in the output; measured
+    ones keep it visible. Without ``run``, mean and variance are drawn around 0 and 1.
+    """
     import torch
 
     generator = torch.Generator().manual_seed(seed)
+    norms = [m for m in model.modules() if getattr(m, "running_var", None) is not None]
+    measured = [m for m in norms if run is not None and hasattr(m, "reset_running_stats")]
     with torch.no_grad():
-        for module in model.modules():
-            if not hasattr(module, "running_var") or module.running_var is None:
-                continue
-            n = module.running_var.shape
-            module.running_mean.copy_(torch.randn(n, generator=generator) * 0.1)
-            module.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
-            if getattr(module, "weight", None) is not None:
-                module.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-            if getattr(module, "bias", None) is not None:
-                module.bias.copy_(torch.randn(n, generator=generator) * 0.1)
+        for norm in norms:
+            n = norm.running_var.shape
+            if getattr(norm, "weight", None) is not None:
+                norm.weight.copy_(torch.rand(n, generator=generator) + 0.5)
+            if getattr(norm, "bias", None) is not None:
+                norm.bias.copy_(torch.randn(n, generator=generator) * 0.1)
+            if norm not in measured:
+                norm.running_mean.copy_(torch.randn(n, generator=generator) * 0.1)
+                norm.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
+        if measured:
+            modes = [(m, m.training) for m in model.modules()]
+            model.eval()
+            for norm in measured:
+                norm.reset_running_stats()
+                norm.momentum = None  # a cumulative average: the statistics of all that run() feeds
+                norm.train()  # only the norms: dropout and stochastic depth stay as at inference
+            run()  # after the affine terms are drawn, so every norm sees the inputs it will get
+            for module, training in modes:
+                module.training = training
+
+
+def calibration_images(shape: tuple[int, ...], seed: int, batch: int = 4) -> Any:
+    """A seeded batch of images in [-1, 1] to measure batch-norm statistics with."""
+    import torch
+
+    return torch.rand((batch, *shape[1:]), generator=torch.Generator().manual_seed(seed + 7)) * 2 - 1
 
 
 def _torchvision_model(name: str, **kwargs: Any) -> Any:
@@ -78,7 +102,8 @@ def _build(path: Path, make: Callable[[], Any], shape: tuple[int, ...], seed: in
 
     seeded(seed)
     model = make().eval()
-    randomise_norms(model, seed)
+    images = calibration_images(shape, seed)
+    randomise_norms(model, seed, run=lambda: model(images))
     if wrap is not None:
         model = wrap(model)
     axes = {0: "batch", 2: "height", 3: "width"} if spatial else {0: "batch"}
@@ -129,6 +154,20 @@ def _detector_adapter(model: Any) -> Any:
     return Detector(model)
 
 
+def _spread_scores(model: Any, seed: int) -> None:
+    """Weights for the RPN and box-predictor outputs scaled to the random features: objectness and
+    class logits of a few units, so scores lie far apart (not at 1.0, not within rounding of each
+    other), and box deltas of about 0.1, so boxes stay near their anchors instead of collapsing."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    layers = ((model.rpn.head.cls_logits, 2e-3), (model.rpn.head.bbox_pred, 3e-5),
+              (model.roi_heads.box_predictor.cls_score, 2e-3), (model.roi_heads.box_predictor.bbox_pred, 1e-5))
+    with torch.no_grad():
+        for layer, std in layers:
+            layer.weight.copy_(torch.randn(layer.weight.shape, generator=generator) * std)
+
+
 def _build_detector(path: Path, seed: int, exporter: str, opset: int) -> None:
     import torch
 
@@ -136,7 +175,9 @@ def _build_detector(path: Path, seed: int, exporter: str, opset: int) -> None:
 
     seeded(seed)
     model = _faster_rcnn().eval()
-    randomise_norms(model, seed)
+    images = calibration_images((1, 3, DETECTION_SIZE, DETECTION_SIZE), seed)
+    randomise_norms(model, seed, run=lambda: model.backbone(images))
+    _spread_scores(model, seed)
     example = torch.rand((1, 3, DETECTION_SIZE, DETECTION_SIZE), generator=torch.Generator().manual_seed(seed))
     export(_detector_adapter(model), (example,), path, input_names=["images"],
            output_names=["boxes", "scores", "labels"],
@@ -206,8 +247,8 @@ MODELS: list[ZooModel] = [
         inputs=[InputSpec("images", "float32", ((1, 3, DETECTION_SIZE, DETECTION_SIZE),) * 2, "uniform")],
         build=partial(_build_detector, seed=0, exporter="torchscript", opset=17),
         notes="exported at batch 1 and a fixed image size, so the two shape sets differ only in content; "
-              "NonMaxSuppression, RoiAlign, TopK: detections near the score threshold or with near-equal "
-              "scores may legitimately differ"),
+              "the output layers are scaled so scores lie well apart and boxes keep their size, but a "
+              "detection whose score or overlap sits within rounding of a threshold may still legitimately differ"),
     _segmenter("lraspp-mobilenetv3"),
     # the same networks from the dynamo exporter, and from TorchScript at opset 13
     _classifier("resnext-26ts-dynamo", "timm", "timm resnext26ts, 64x64, dynamo exporter",
