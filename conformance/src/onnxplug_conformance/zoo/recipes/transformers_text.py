@@ -78,6 +78,9 @@ ARCHS: dict[str, Arch] = {
 }
 ARCHS["gpt2-past"] = replace(ARCHS["gpt2"], kind="causal-past")
 ARCHS["llama-past"] = replace(ARCHS["llama"], kind="causal-past")  # a cache of fewer heads than the queries
+ARCHS["marian"] = Arch("MarianMTModel", "MarianConfig", {**_BART, "vocab_size": 256, "decoder_vocab_size": 256,
+                                                           "pad_token_id": 255, "decoder_start_token_id": 255},
+                        "seq2seq-decoder-past", ("logits",), cache=(2, 4, 8), hidden=32)  # sinusoidal positions
 ARCHS["t5-encoder"] = Arch("T5EncoderModel", "T5Config", _T5, "encoder")
 ARCHS["bart-encoder"] = Arch("BartForConditionalGeneration", "BartConfig", _BART, "encoder", submodule="get_encoder")
 
@@ -202,6 +205,7 @@ MODELS: list[ZooModel] = [
     _model("t5-decoder", "t5", 3512),
     _model("bart-encoder", "bart-encoder", 3513),
     _model("bart-decoder-past", "bart", 3514),
+    _model("marian-decoder-past", "marian", 3516),
     # the dynamo exporter (torch.export + onnxscript)
     _model("bert-dynamo", "bert", 3521, "dynamo", 18),
     _model("distilbert-dynamo", "distilbert", 3522, "dynamo", 20),
