@@ -1,8 +1,8 @@
 """Zoo models from ``torchvision`` and ``timm``: CNN classifiers, a detector and a segmenter.
 
-Every network is built with random weights (nothing downloaded) from a fixed seed; batch-norm
-statistics and affine terms are then drawn from a seeded generator so no normalisation is the
-identity. Classifiers take small images (64 x 64, Inception-v3 its minimum 75 x 75) with a dynamic
+Every network is built with random weights (nothing downloaded) from a fixed seed; batch norms get
+seeded affine terms and running statistics measured on seeded images, so none is the identity and
+the input still shows in the output of deep networks. Classifiers take small images (64 x 64, Inception-v3 its minimum 75 x 75) with a dynamic
 batch axis. The detector (Faster R-CNN, NonMaxSuppression and RoiAlign) is exported at batch 1 and
 a fixed size; the segmenter (LRASPP, a Resize to the input's size) has dynamic batch, height and
 width. Most models use the TorchScript exporter at opset 17; ``-dynamo`` and ``-opset13`` variants
@@ -24,9 +24,9 @@ def randomise_norms(model: Any, seed: int, run: Callable[[], Any] | None = None)
     """Seeded statistics and affine terms for every batch norm (frozen ones too).
 
     With ``run``, the running statistics are measured: ``run()`` feeds seeded data through the
-    model with its batch norms in training mode, and each keeps the exact averages it saw. Drawn statistics
-    rescale deep networks layer after layer until the input no longer shows in the output; measured
-    ones keep it visible. Without ``run``, mean and variance are drawn around 0 and 1.
+    model with its batch norms in training mode, and each keeps the exact averages it saw. Drawn
+    statistics rescale deep networks layer after layer until the input no longer shows in the
+    output; measured ones keep it visible. Without ``run``, mean and variance are drawn around 0 and 1.
     """
     import torch
 
