@@ -27,4 +27,20 @@ def test_conv_relu_group_on_an_input_of_unknown_rank(rng):
     feeds = {"x": rng.standard_normal((1, 2, 5, 7)).astype(np.float32)}
     got, session = run_numba(model, feeds)
     assert_close(got, run_onnxruntime(model, feeds))
-    assert [s.kind for s in session._plan.steps] == ["fused"]
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
+
+
+def test_chain_of_two_branches_whose_shapes_do_not_broadcast_together(rng):
+    """A computed scalar added to two tensors of unrelated shapes: one chain, two outputs (Faster
+    R-CNN's per-level index offsets)."""
+    model = _model([helper.make_node("Add", ["s", "s"], ["t"]), helper.make_node("Add", ["a", "t"], ["y0"]),
+                    helper.make_node("Add", ["b", "t"], ["y1"])],
+                   [helper.make_tensor_value_info("a", TensorProto.INT64, ("n", "m")),
+                    helper.make_tensor_value_info("b", TensorProto.INT64, ("p", "q")),
+                    helper.make_tensor_value_info("s", TensorProto.INT64, ())],
+                   [helper.make_tensor_value_info("y0", TensorProto.INT64, None),
+                    helper.make_tensor_value_info("y1", TensorProto.INT64, None)])
+    feeds = {"a": rng.integers(0, 100, (1, 150)), "b": rng.integers(0, 100, (1, 135)), "s": np.array(7)}
+    got, session = run_numba(model, feeds)
+    assert_close(got, run_onnxruntime(model, feeds))
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]

@@ -92,11 +92,15 @@ class ChainKernel(Kernel):
                 pass
 
     def _fits_in_one_loop(self, shapes: tuple[tuple[int, ...], ...]) -> bool:
-        """Whether every chain output has the full broadcast shape of the chain's inputs."""
+        """Whether every chain output has the full broadcast shape of the chain's inputs (False
+        when the inputs do not broadcast together although every step's do)."""
         known = dict(zip(self.subgraph.inputs, shapes))
         for step in self.steps:
             known[step.out] = tuple(np.broadcast_shapes(*[known[a] for a in step.args if a is not None]))
-        full = tuple(np.broadcast_shapes(*shapes))
+        try:
+            full = tuple(np.broadcast_shapes(*shapes))
+        except ValueError:  # branches of different shapes joined only through a shared input
+            return False
         return all(known[o] == full for o in self.subgraph.outputs)
 
     def _first_call(self, *inputs: Any) -> tuple[np.ndarray, ...]:
