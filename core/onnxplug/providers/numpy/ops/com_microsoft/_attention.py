@@ -52,7 +52,9 @@ def mask_bias(kernel, mask: np.ndarray | None, batch: int, seq: int, total: int,
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, scale: float) -> np.ndarray:
     """softmax(scale q k^T + bias) v for [B, N, S, D] q, [B, N, T, D] k, [B, N, T, Dv] v; [B, N, S, Dv]."""
     work = q.dtype if q.dtype in (np.float32, np.float64) else np.dtype(np.float32)
-    scores = matmul(q.astype(work, copy=False), np.swapaxes(k.astype(work, copy=False), -1, -2))
+    # contiguous operands: a product of strided head views leaves BLAS for numpy's own loop
+    keys = np.ascontiguousarray(np.swapaxes(k, -1, -2), dtype=work)
+    scores = matmul(np.ascontiguousarray(q, dtype=work), keys)
     scores *= work.type(scale)
     if bias is not None:
         with np.errstate(over="ignore"):  # lowest + a negative bias rounds to -inf: still weight 0
@@ -60,7 +62,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None,
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
-    return matmul(scores, v.astype(work, copy=False)).astype(q.dtype, copy=False)
+    return matmul(scores, np.ascontiguousarray(v, dtype=work)).astype(q.dtype, copy=False)
 
 
 def split_heads(t: np.ndarray, heads: int) -> np.ndarray:
