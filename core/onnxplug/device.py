@@ -107,6 +107,36 @@ class DataTransfer(ABC):
     def to_host(self, value: Any) -> np.ndarray:
         """Copy a device value back into a host numpy array."""
 
+    # Optional methods: IOBinding and OrtValue use them where a transfer offers them (:meth:`offers`).
+
+    def adopt(self, value: Any) -> Any | None:
+        """Optional: ``value`` as this device's own value without a copy (DLPack,
+        ``__cuda_array_interface__``, its own type), or None when it does not live on this device.
+        It must also order the producer's pending work before the provider's own."""
+        raise NotImplementedError(f"{type(self).__name__} cannot adopt values")
+
+    def from_pointer(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """Optional: a device value over raw device memory at ``pointer`` (not copied)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot wrap raw device pointers")
+
+    def copy_into(self, target: Any, value: Any) -> None:
+        """Optional: copy device ``value`` into the existing device value ``target`` (same shape and
+        element type): bound output buffers, ``OrtValue.update_inplace``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot write into existing device memory")
+
+    def synchronize(self) -> None:
+        """Wait for the calling thread's pending work on the device (the default has none)."""
+
+    def offers(self, method: str) -> bool:
+        """Whether this transfer implements the optional method ``"adopt"``, ``"from_pointer"`` or
+        ``"copy_into"``."""
+        if method not in _OPTIONAL_TRANSFER_METHODS:
+            raise ValueError(f"{method!r} is not an optional DataTransfer method")
+        return getattr(type(self), method) is not getattr(DataTransfer, method)
+
+
+_OPTIONAL_TRANSFER_METHODS = ("adopt", "from_pointer", "copy_into")
+
 
 class HostDataTransfer(DataTransfer):
     """The identity transfer of providers that compute on host memory."""

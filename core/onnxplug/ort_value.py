@@ -147,8 +147,8 @@ class OrtValue:
             raise OrtValueError(f"OrtValue.from_dlpack: DLPack device type {kind} is not a device onnxplug "
                                 f"providers run on (known: cpu, {', '.join(sorted(set(_DLPACK_DEVICES.values())))})")
         provider = provider_for_device(Device(_DLPACK_DEVICES[kind], index))
-        adopt = getattr(provider.data_transfer, "adopt", None)
-        native = adopt(data) if adopt is not None else None
+        transfer = provider.data_transfer
+        native = transfer.adopt(data) if transfer.offers("adopt") else None
         if native is None:
             raise OrtValueError(f"OrtValue.from_dlpack: provider {provider.name!r} of {provider.device} cannot "
                                 f"take a {type(data).__name__} without a copy")
@@ -281,8 +281,7 @@ class OrtValue:
         if self._device == CPU:
             np.copyto(self._value, data.numpy() if isinstance(data, OrtValue) else data)
             return
-        copy_into = getattr(self._transfer, "copy_into", None)
-        if copy_into is None:
+        if self._transfer is None or not self._transfer.offers("copy_into"):
             raise OrtValueError(f"OrtValue.update_inplace: the data transfer of {self._device} cannot write "
                                 f"into existing device memory (it has no copy_into)")
         if isinstance(data, OrtValue) and data._device == self._device:
@@ -290,7 +289,7 @@ class OrtValue:
         else:
             host = data.numpy() if isinstance(data, OrtValue) else data
             source = self._transfer.to_device(_contiguous(host))  # type: ignore[union-attr]
-        copy_into(self._value, source)
+        self._transfer.copy_into(self._value, source)
 
     # --- zero-copy exchange ----------------------------------------------------------------------
 
