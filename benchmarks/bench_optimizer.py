@@ -52,7 +52,7 @@ def _ours(proto: onnx.ModelProto, level: int) -> tuple[ort.InferenceSession, int
     so.intra_op_num_threads = ONNXPLUG_THREADS
     t0 = time.perf_counter()
     sess = ort.InferenceSession(proto, so)
-    return sess, len(sess._model.graph.nodes), time.perf_counter() - t0
+    return sess, len(sess.engine.model.graph.nodes), time.perf_counter() - t0
 
 
 def _onnxruntime(proto: onnx.ModelProto, level: onnxruntime.GraphOptimizationLevel,

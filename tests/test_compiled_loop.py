@@ -45,7 +45,7 @@ def run_both_ways(model, feeds):
     runners without ``run_loop``)."""
     session = ort.InferenceSession(model.SerializeToString(), providers=["numpy"])
     compiled = session.run(None, feeds)
-    loops = [s.kernel for s in session._plan.steps if isinstance(s.kernel, Loop)]
+    loops = [s.kernel for s in session.engine.plan.steps if isinstance(s.kernel, Loop)]
     assert loops and all(k.run_loop is not None for k in loops)
     for kernel in loops:
         kernel.run_loop = None
@@ -205,7 +205,7 @@ def test_a_body_with_copies_between_devices():
             [vi("cond_out", B, []), vi("s_out", F, [3]), vi("neg", F, [3]), vi("s_out", F, [3])])
         model = loop_model(body, ["s0"], [("s", F, [3]), ("negs", F, [None, 3]), ("sums", F, [None, 3])])
         session = ort.InferenceSession(model.SerializeToString(), providers=[("mixing", {"claim": "Add"})])
-        (loop,) = [s.kernel for s in session._plan.steps if isinstance(s.kernel, Loop)]
+        (loop,) = [s.kernel for s in session.engine.plan.steps if isinstance(s.kernel, Loop)]
         assert any(step.kind == "copy" for step in loop.body.plan.steps)
         feeds = feeds_for(model, 3)
         s, negs, sums = session.run(None, feeds)

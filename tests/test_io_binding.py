@@ -38,7 +38,7 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _transfer(session: ort.InferenceSession) -> BindingTransfer:
-    return session._providers[0].data_transfer
+    return session.engine.providers[0].data_transfer
 
 
 def test_device_inputs_and_outputs_are_not_copied() -> None:
@@ -96,7 +96,7 @@ def test_bound_buffer_receives_the_result() -> None:
             return self.buffers[pointer]
 
     session = ort.InferenceSession(_model(), providers=["binding_test"])
-    provider = session._providers[0]
+    provider = session.engine.providers[0]
     provider.data_transfer = PointerTransfer(provider.allocator)
     target = DeviceValue(np.zeros((2, 3), np.float32))
     PointerTransfer.buffers[1234] = target

@@ -22,7 +22,7 @@ def test_chain_peak_is_two_buffers_not_all():
     sess = ort.InferenceSession(_chain_model(length), providers=["numpy"])
     stats = RunStats()
     x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
-    run_plan(sess._plan, {"v0": x}, None, stats)
+    run_plan(sess.engine.plan, {"v0": x}, None, stats)
     one = x.nbytes
     # Without liveness all 20 intermediates (80 MiB) would be live; with it, at most two at once.
     assert stats.peak_live_bytes <= 2 * one
@@ -36,10 +36,10 @@ def test_resnet18_peak_well_below_sum_of_intermediates():
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model, so, providers=["numpy"])
     stats = RunStats()
-    out = run_plan(sess._plan, feeds, None, stats)
+    out = run_plan(sess.engine.plan, feeds, None, stats)
     assert out
-    released = {n for s in sess._plan.steps for n in s.release}
-    produced = [n for s in sess._plan.steps for n in s.outputs if n]
-    assert set(produced) - set(sess._plan.outputs.values()) <= released
+    released = {n for s in sess.engine.plan.steps for n in s.release}
+    produced = [n for s in sess.engine.plan.steps for n in s.outputs if n]
+    assert set(produced) - set(sess.engine.plan.outputs.values()) <= released
     # A runtime keeping every intermediate would peak at produced_bytes.
     assert stats.peak_live_bytes < stats.produced_bytes / 4

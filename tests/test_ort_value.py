@@ -216,7 +216,7 @@ def test_create_ortvalue_from_shape_and_type_as_onnxruntime() -> None:
     with pytest.raises(OrtValueError, match="'testdev:0'.*devices: cpu"):
         ours.create_ortvalue_from_shape_and_type([2], np.float32, "testdev", 0)
     on_device = ort.InferenceSession(_model(), providers=["binding_test"])
-    allocator = on_device._providers[0].allocator
+    allocator = on_device.engine.providers[0].allocator
     value = on_device.create_ortvalue_from_shape_and_type([2], np.float32, "testdev", 0)
     assert allocator.total == 1 and isinstance(value.value(), DeviceValue) and value.shape() == [2]
 
@@ -307,7 +307,7 @@ def test_device_output_of_a_binding_and_bound_device_buffer() -> None:
 
 def test_run_with_ort_values_feeds_device_values_without_a_host_copy() -> None:
     session = ort.InferenceSession(_model(), providers=["binding_test"])
-    transfer = session._providers[0].data_transfer
+    transfer = session.engine.providers[0].data_transfer
     x, b = _inputs()
     feeds = {"x": ort.OrtValue.ortvalue_from_numpy(x, "testdev", 0), "b": ort.OrtValue.ortvalue_from_numpy(b, "testdev")}
     y, z = session.run_with_ort_values(None, feeds)

@@ -1,4 +1,5 @@
-"""Plans run as one generated function: same results as the step loop, liveness, errors naming nodes."""
+"""Plans run as one generated function: same results as its instrumented (profiling) variant, liveness,
+errors naming nodes."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ F = TensorProto.FLOAT
 def test_generated_function_matches_step_loop_bit_for_bit(name):
     sess = ort.InferenceSession(build(name), providers=["numpy"])
     feeds = sample_inputs(name, batch=2)
-    compiled = run_plan(sess._plan, feeds)
-    stepped = run_plan(sess._plan, feeds, None, RunStats())  # the profiling path runs step by step
+    compiled = run_plan(sess.engine.plan, feeds)
+    stepped = run_plan(sess.engine.plan, feeds, None, RunStats())  # the profiling path: the instrumented function
     assert list(compiled) == list(stepped)
     for key in compiled:
         np.testing.assert_array_equal(compiled[key], stepped[key], err_msg=key)
@@ -71,7 +72,7 @@ def test_failure_inside_a_subgraph_names_the_inner_node():
 
 def test_missing_outer_value_is_not_blamed_on_a_kernel():
     sess = ort.InferenceSession(_if_model_with_bad_reshape(), providers=["numpy"])
-    runner = sess._compile_subgraph(sess._model.graph.nodes[0].attr("else_branch"))
+    runner = sess.engine._compile_subgraph(sess.engine.model.graph.nodes[0].attr("else_branch"))
     with pytest.raises(KeyError, match="'x'"):
         runner([], {})
 
@@ -93,7 +94,7 @@ class _Recorder:
 def test_a_step_without_outputs_still_runs():
     from onnxplug.executor import Plan, Step
 
-    provider = ort.InferenceSession(_if_model_with_bad_reshape(), providers=["numpy"])._providers[0]
+    provider = ort.InferenceSession(_if_model_with_bad_reshape(), providers=["numpy"]).engine.providers[0]
     double, watch = _Recorder(lambda x: x * 2), _Recorder()
     steps = [Step("double", "node", provider, ["x"], ["y"], double),
              Step("watch", "fused", provider, ["y"], [], watch)]

@@ -7,6 +7,8 @@ import onnxruntime
 import pytest
 
 import onnxplug as ort
+from onnxplug.device import Device
+from onnxplug.executor import OnDevice
 from onnxplug.plugins import get_catalog
 from onnxplug.testing.model_suite import build, sample_inputs
 from tests.mixing_provider import DeviceValue, MixingProvider
@@ -25,9 +27,9 @@ def test_add_relu_runs_on_test_device_with_copies(add_relu_model):
     assert sess.get_providers() == ["mixing", "numpy"]
     assert [a.provider for a in sess.get_node_assignments()] == ["mixing", "mixing"]
     # Two host->device copies (x and b), one device->host copy for y; none between add and relu.
-    copies = [s for s in sess._plan.steps if s.kind == "copy"]
+    copies = [s for s in sess.engine.plan.steps if s.kind == "copy"]
     assert len(copies) == 2  # b is an initializer: copied once at session creation, not per run
-    assert "b@testdev:0" in sess._plan.constants
+    assert OnDevice("b", Device("testdev", 0)) in sess.engine.plan.constants
     x = np.array([[-3, 0.5, -1, 4]], np.float32)
     y = sess.run(None, {"x": x})[0]
     assert isinstance(y, np.ndarray)
@@ -42,7 +44,7 @@ def test_resnet18_partitioned_across_devices_matches_onnxruntime():
     assert providers == {"mixing", "numpy"}
     by_op = {(a.op_type, a.provider) for a in sess.get_node_assignments()}
     assert ("Relu", "mixing") in by_op and ("Add", "mixing") in by_op and ("Conv", "numpy") in by_op
-    transfer = sess._providers[0].data_transfer
+    transfer = sess.engine.providers[0].data_transfer
     got = sess.run(None, feeds)
     assert transfer.to_device_count > 0 and transfer.to_host_count > 0
     assert_close(got, ort_outputs(model, feeds))

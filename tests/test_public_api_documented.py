@@ -17,7 +17,8 @@ MODULES = ["onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.kernel", 
            "onnxplug.capi", "onnxplug.capi._pybind_state", "onnxplug.capi.onnxruntime_pybind11_state",
            "onnxplug.capi.onnxruntime_inference_collection", "onnxplug.as_onnxruntime",
            "onnxplug.as_onnxruntime.namespace", "onnxplug.as_onnxruntime.__main__", "onnxplug.option_rules",
-           "onnxplug.feeds", "onnxplug.provider_specs", "onnxplug.ir.declared_types"]
+           "onnxplug.feeds", "onnxplug.provider_specs", "onnxplug.ir.declared_types", "onnxplug.engine",
+           "onnxplug.profiling", "onnxplug.plan_compiler"]
 
 
 def _public_members(module):

@@ -76,8 +76,9 @@ def _run_command(args: argparse.Namespace) -> int:
             raise OnnxplugError(f"--input {name}: cannot read {path!r}: {e.strerror or e}") from None
     dims = dict(d.split("=", 1) for d in args.dim or [])
     rng = np.random.default_rng(args.seed)
-    for vi in sess._inputs:
-        if vi.name not in feeds and vi.name not in sess._defaults:
+    engine = sess.engine
+    for vi in engine.inputs:
+        if vi.name not in feeds and vi.name not in engine.defaults:
             feeds[vi.name] = _random_feed(vi.type, rng, {k: int(v) for k, v in dims.items()})
     # a compiling provider (numba) may take tens of seconds here on a cold cache: say so up front
     print("onnxplug: first run (providers may compile kernels now; they are cached for later runs) ...",
@@ -120,12 +121,13 @@ def _conformance_command(args: argparse.Namespace, rest: Sequence[str]) -> int:
 def _optimize_command(args: argparse.Namespace) -> int:
     import onnx
 
+    from onnxplug.engine import default_provider_computes
     from onnxplug.ir import load_model
     from onnxplug.optimizer import optimize_model
     from onnxplug.options import SessionOptions
-    from onnxplug.session import create_providers
+    from onnxplug.provider_specs import create_providers
 
-    model = load_model(args.model)
+    model = load_model(args.model, computes=default_provider_computes)
     before = sum(1 for _ in model.graph.walk())
     providers = create_providers(args.provider or None, None, SessionOptions())
     reports = optimize_model(model, _LEVELS[args.level], providers)

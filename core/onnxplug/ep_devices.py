@@ -33,7 +33,7 @@ from onnxplug.options import _refuse_call
 if TYPE_CHECKING:
     from onnxplug.options import SessionOptions
     from onnxplug.provider import ExecutionProvider
-    from onnxplug.session import InferenceSession
+    from onnxplug.partitioner import Group
 
 #: The session config entry that makes a session keep its provider assignment for
 #: ``get_provider_graph_assignment_info()``.
@@ -337,10 +337,9 @@ class OrtEpAssignedSubgraph:
         return f"OrtEpAssignedSubgraph(ep_name={self.ep_name!r}, nodes={len(self._nodes)})"
 
 
-def graph_assignment_info(session: InferenceSession) -> list[OrtEpAssignedSubgraph]:
-    """``InferenceSession.get_provider_graph_assignment_info``: one subgraph per kernel of the main
-    graph, in execution order; needs the config entry ``session.record_ep_graph_assignment_info=1``."""
-    options = session.get_session_options()
+def graph_assignment_info(options: SessionOptions, groups: Sequence[Group]) -> list[OrtEpAssignedSubgraph]:
+    """``InferenceSession.get_provider_graph_assignment_info``: one subgraph per kernel group of the
+    main graph, in execution order; needs the config entry ``session.record_ep_graph_assignment_info=1``."""
     try:
         recorded = options.get_session_config_entry(RECORD_ASSIGNMENT_KEY) == "1"
     except KeyError:
@@ -350,4 +349,4 @@ def graph_assignment_info(session: InferenceSession) -> list[OrtEpAssignedSubgra
                                f"{RECORD_ASSIGNMENT_KEY!r} to '1' to record the assignment")
     return [OrtEpAssignedSubgraph(group.provider.name,
                                   [OrtEpAssignedNode(n.name, n.op_type, n.domain) for n in group.nodes])
-            for group in session._groups]
+            for group in groups]

@@ -1,15 +1,20 @@
 """The executor: turns partitioned groups into a plan of steps with copies, and runs it.
 
-Values that cross devices get a copy step. Each intermediate is dropped right after its last
-reader (liveness), so peak memory stays close to the largest live set.
+A plan names each value by where it lives: a host value by its name, a device value by
+``OnDevice(name, device)``. Values that cross devices get a ``COPY`` step. Each intermediate is
+dropped right after its last reader (liveness). Plans run as one generated function
+(:mod:`onnxplug.plan_compiler`); profiling runs an instrumented variant of the same function, which
+also times the steps of If/Loop/Scan bodies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -18,8 +23,35 @@ from onnxplug.errors import KernelError, OnnxplugError
 from onnxplug.ir import Graph
 from onnxplug.kernel import Kernel
 from onnxplug.partitioner import Group
-from onnxplug.plan_compiler import CompiledLoop, CompiledPlan
+from onnxplug.plan_compiler import CompiledLoop, CompiledPlan, as_bool
 from onnxplug.provider import ExecutionProvider
+
+
+class StepKind(str, Enum):
+    """What a step runs: one node's kernel, a fused subgraph's kernel, or a copy between devices."""
+
+    NODE = "node"
+    FUSED = "fused"
+    COPY = "copy"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class OnDevice(NamedTuple):
+    """A value as planned on a device other than the host."""
+
+    name: str
+    device: Device
+
+
+#: a value as a plan names it: the name of a host value, or where on a device it lives
+PlannedValue = Union[str, OnDevice]
+
+
+def located(name: str, device: Device) -> PlannedValue:
+    """How a plan names value ``name`` on ``device``."""
+    return name if device == CPU else OnDevice(name, device)
 
 
 @dataclass
@@ -27,15 +59,15 @@ class Step:
     """One entry of the plan: a kernel (one node or a fused subgraph) or a copy between devices."""
 
     name: str
-    kind: str  # "node", "fused" or "copy"
+    kind: StepKind
     provider: ExecutionProvider
-    inputs: list[str]
-    outputs: list[str]
+    inputs: list[PlannedValue]
+    outputs: list[PlannedValue]
     kernel: Kernel | None = None
     scope: list[str] = field(default_factory=list)  # implicit (outer-scope) inputs, by original name
-    scope_values: list[str] = field(default_factory=list)  # the same values as planned on this device
+    scope_values: list[PlannedValue] = field(default_factory=list)  # the same values as planned here
     to_device: Device | None = None
-    release: list[str] = field(default_factory=list)
+    release: list[PlannedValue] = field(default_factory=list)
     op_type: str = ""  # for profiles: the node's op type, or "A+B+..." for a fused subgraph
 
 
@@ -44,14 +76,20 @@ class Plan:
     """Steps in execution order, plus where graph outputs and constants are found."""
 
     steps: list[Step]
-    constants: dict[str, Any]
+    constants: dict[PlannedValue, Any]
     inputs: list[str]
-    outputs: dict[str, str]  # graph output name -> planned value name on the host
+    outputs: dict[str, PlannedValue]  # graph output name -> planned value
     outer: list[str]  # outer-scope names a subgraph plan reads
     compiled: CompiledPlan | None = field(default=None, repr=False, compare=False)
+    instrumented: CompiledPlan | None = field(default=None, repr=False, compare=False)
 
-    def compile(self) -> CompiledPlan:
-        """The plan as one generated function (built on first use; a race only builds it twice)."""
+    def compile(self, instrumented: bool = False) -> CompiledPlan:
+        """The plan as one generated function (built on first use; a race only builds it twice).
+        The instrumented variant takes a :class:`RunStats` as third argument and reports each step."""
+        if instrumented:
+            if self.instrumented is None:
+                self.instrumented = CompiledPlan(self, _copy, instrumented=True)
+            return self.instrumented
         if self.compiled is None:
             self.compiled = CompiledPlan(self, _copy)
         return self.compiled
@@ -59,11 +97,7 @@ class Plan:
     @property
     def copy_count(self) -> int:
         """How many copy steps a run executes."""
-        return sum(1 for s in self.steps if s.kind == "copy")
-
-
-def _located(name: str, device: Device) -> str:
-    return name if device == CPU else f"{name}@{device}"
+        return sum(1 for s in self.steps if s.kind == StepKind.COPY)
 
 
 def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Group], Kernel],
@@ -75,30 +109,30 @@ def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Gro
         home[vi.name] = CPU
     for name in [*graph.initializers, *outer]:
         home.setdefault(name, CPU)
-    constants: dict[str, Any] = {n: a for n, a in graph.initializers.items()
-                                 if n not in {vi.name for vi in graph.inputs}}
+    constants: dict[PlannedValue, Any] = {n: a for n, a in graph.initializers.items()
+                                          if n not in {vi.name for vi in graph.inputs}}
     steps: list[Step] = []
     transfers: dict[Device, ExecutionProvider] = {}
 
-    def ensure_on(name: str, device: Device, provider: ExecutionProvider) -> str:
-        if device != CPU:
+    def ensure_on(name: str, device: Device, provider: ExecutionProvider | None) -> PlannedValue:
+        if device != CPU and provider is not None:
             transfers.setdefault(device, provider)
         src = home[name]
         if src == device or device in where.setdefault(name, set()):
-            return _located(name, device)
+            return located(name, device)
         if name in constants and src == CPU:  # copy constants once, at session creation
-            constants[_located(name, device)] = transfers[device].data_transfer.to_device(constants[name])
+            constants[located(name, device)] = transfers[device].data_transfer.to_device(constants[name])
             where[name].add(device)
-            return _located(name, device)
+            return located(name, device)
         if src != CPU and CPU not in where[name]:
-            steps.append(Step(f"copy {name} {src}->cpu", "copy", transfers[src],
-                              [_located(name, src)], [name], to_device=CPU))
+            steps.append(Step(f"copy {name} {src}->cpu", StepKind.COPY, transfers[src],
+                              [located(name, src)], [name], to_device=CPU))
             where[name].add(CPU)
         if device != CPU:
-            steps.append(Step(f"copy {name} cpu->{device}", "copy", transfers[device],
-                              [name], [_located(name, device)], to_device=device))
+            steps.append(Step(f"copy {name} cpu->{device}", StepKind.COPY, transfers[device],
+                              [name], [located(name, device)], to_device=device))
             where[name].add(device)
-        return _located(name, device)
+        return located(name, device)
 
     for group in groups:
         p = group.provider
@@ -113,20 +147,20 @@ def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Gro
                 home[out] = dev
                 if dev != CPU:
                     transfers.setdefault(dev, p)
-        outs = [_located(o, dev) if o else "" for o in group.outputs]
-        steps.append(Step(group.name, "fused" if group.fused else "node", p, ins, outs,
+        outs = [located(o, dev) if o else "" for o in group.outputs]
+        steps.append(Step(group.name, StepKind.FUSED if group.fused else StepKind.NODE, p, ins, outs,
                           make_kernel(group), scope, scope_values,
                           op_type="+".join(n.op_type for n in group.nodes)))
 
-    outputs = {}
+    outputs: dict[str, PlannedValue] = {}
     for vi in graph.outputs:
         outputs[vi.name] = ensure_on(vi.name, CPU, None) if home.get(vi.name, CPU) != CPU else vi.name
     _plan_releases(steps, set(outputs.values()) | set(constants))
     return Plan(steps, constants, [vi.name for vi in graph.inputs], outputs, list(outer))
 
 
-def _plan_releases(steps: list[Step], keep: set[str]) -> None:
-    last_use: dict[str, int] = {}
+def _plan_releases(steps: list[Step], keep: set[PlannedValue]) -> None:
+    last_use: dict[PlannedValue, int] = {}
     for i, step in enumerate(steps):
         for name in [*step.inputs, *step.scope_values, *step.outputs]:
             if name:
@@ -136,15 +170,75 @@ def _plan_releases(steps: list[Step], keep: set[str]) -> None:
             steps[i].release.append(name)
 
 
+def bind_plan(base: Plan, inputs_on: Mapping[str, Device], outputs_on: Mapping[str, Device],
+              provider_for: Callable[[Device], ExecutionProvider]) -> Plan:
+    """``base`` for inputs fed on a device (``inputs_on``: input name -> device) and outputs left on
+    one (``outputs_on``): the copy of a device-fed input to its device is dropped, and so is the final
+    copy of a device-left output to the host. A device-fed input still read on the host gets a copy
+    back. The result's feeds are keyed ``located(name, device)``."""
+    fed = {located(n, d) for n, d in inputs_on.items() if d != CPU}
+    steps = [s for s in base.steps if not (s.kind == StepKind.COPY and s.outputs[0] in fed)]
+    outputs = dict(base.outputs)
+    read = {n for s in steps for n in [*s.inputs, *s.scope_values]}
+    for name, device in outputs_on.items():
+        if device == CPU:
+            continue
+        planned = OnDevice(name, device)
+        copy = next((s for s in steps if s.kind == StepKind.COPY and s.inputs == [planned] and s.outputs == [name]),
+                    None)
+        if copy is not None and name not in read:
+            steps.remove(copy)
+            outputs[name] = planned
+    keep = set(outputs.values())
+    steps = [replace(s, release=[n for n in s.release if n not in keep]) for s in steps]
+    for value in fed:
+        if value.name in read:  # a CPU node reads it: copy it back to the host first
+            steps.insert(0, Step(f"copy {value.name} {value.device}->cpu (bound input)", StepKind.COPY,
+                                 provider_for(value.device), [value], [value.name], to_device=CPU))
+    return replace(base, steps=steps, outputs=outputs, compiled=None, instrumented=None)
+
+
 @dataclass
 class RunStats:
-    """What a run measured when asked: step timings, the peak of live intermediate bytes, and the
-    bytes of all intermediates together (the peak a runtime without liveness would reach)."""
+    """What a run measured when asked: step timings (body steps of If/Loop/Scan with their parent
+    step), the peak of live intermediate bytes of the top-level plan, and the bytes of all its
+    intermediates together (the peak a runtime without liveness would reach). The instrumented
+    plan function reports to it through :meth:`start`, :meth:`stop` and :meth:`drop`."""
 
-    #: (step name, kind, op type, provider, start, duration) per step run
-    events: list[tuple[str, str, str, str, float, float]] = field(default_factory=list)
+    #: (step name, kind, op type, provider, start, duration, parent step name or "") per step run
+    events: list[tuple[str, str, str, str, float, float, str]] = field(default_factory=list)
     peak_live_bytes: int = 0
     produced_bytes: int = 0
+    _running: list[Step] = field(default_factory=list, repr=False)
+    _live: int = field(default=0, repr=False)
+
+    def start(self, step: Step) -> float:
+        """A step starts; the steps of bodies it runs record it as their parent."""
+        self._running.append(step)
+        return time.perf_counter()
+
+    def stop(self, step: Step, t0: float, produced: tuple) -> None:
+        """A step ended with ``produced`` values."""
+        duration = time.perf_counter() - t0
+        self._running.pop()
+        parent = self._running[-1].name if self._running else ""
+        self.events.append((step.name, str(step.kind), step.op_type, step.provider.name if step.provider else "",
+                            t0, duration, parent))
+        if not self._running:
+            size = sum(map(_nbytes, produced))
+            self._live += size
+            self.produced_bytes += size
+            self.peak_live_bytes = max(self.peak_live_bytes, self._live)
+
+    def drop(self, released: tuple) -> None:
+        """Values released after their last reader."""
+        if not self._running:
+            self._live -= sum(map(_nbytes, released))
+
+
+#: the stats of the profiled run in progress on this thread, which body plans report to as well
+_current_stats: contextvars.ContextVar[RunStats | None] = contextvars.ContextVar("onnxplug_run_stats",
+                                                                                  default=None)
 
 
 def _nbytes(value: Any) -> int:
@@ -162,26 +256,31 @@ def _copy(step: Step, value: Any) -> Any:
     return transfer.to_host(value) if step.to_device == CPU else transfer.to_device(np.asarray(value))
 
 
-def run_plan(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None = None,
+def run_plan(plan: Plan, feeds: Mapping[Any, Any], scope: Mapping[str, Any] | None = None,
              stats: RunStats | None = None) -> dict[str, Any]:
-    """Run the plan on ``feeds`` (and outer-scope values) and return the graph outputs by name."""
+    """Run the plan on ``feeds`` (and outer-scope values) and return the graph outputs by name;
+    with ``stats``, the instrumented function runs and reports to it."""
     # a top-level run: ONNX wants inf/NaN at domain edges, not numpy warnings (nested runs inherit it)
     with np.errstate(all="ignore") if scope is None else contextlib.nullcontext():
         if stats is None:
-            return dict(zip(plan.outputs, run_compiled(plan, feeds, scope)))
-        # profiling: the step loop, which can time each step
-        values: dict[str, Any] = dict(plan.constants)
-        values.update(scope or {})
-        values.update(feeds)
-        _run_steps(plan, values, stats)
-    return {name: values[planned] for name, planned in plan.outputs.items()}
+            stats = _current_stats.get()
+            return dict(zip(plan.outputs, run_compiled(plan, feeds, scope, stats)))
+        token = _current_stats.set(stats)
+        try:
+            return dict(zip(plan.outputs, run_compiled(plan, feeds, scope, stats)))
+        finally:
+            _current_stats.reset(token)
 
 
-def run_compiled(plan: Plan, feeds: Mapping[str, Any], scope: Mapping[str, Any] | None) -> tuple:
-    """Run the plan's generated function; return the graph outputs in ``plan.outputs`` order."""
-    compiled = plan.compile()
+def run_compiled(plan: Plan, feeds: Mapping[Any, Any], scope: Mapping[str, Any] | None,
+                 stats: RunStats | None = None) -> tuple:
+    """Run the plan's generated function (instrumented with ``stats``); return the graph outputs
+    in ``plan.outputs`` order."""
+    compiled = plan.compile(stats is not None)
     try:
-        return compiled.function(feeds, scope)
+        if stats is None:
+            return compiled.function(feeds, scope)
+        return compiled.function(feeds, scope, stats)  # type: ignore[call-arg]
     except OnnxplugError:
         raise
     except Exception as e:
@@ -199,7 +298,8 @@ def _raise_for_step(step: Step | None, error: Exception) -> None:
 class SubgraphPlan:
     """A planned subgraph (If branch, Loop or Scan body), as the session hands it to control-flow
     kernels: a SubgraphRunner, ``plan(input_values, scope) -> output values``, and for a Loop body
-    ``run_loop``, which runs all the iterations in one generated function."""
+    ``run_loop``, which runs all the iterations in one generated function. In a profiled run both
+    run the instrumented function, so body steps are timed too."""
 
     def __init__(self, plan: Plan, graph: Graph) -> None:
         self.plan = plan
@@ -212,9 +312,10 @@ class SubgraphPlan:
 
     def __call__(self, inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
         feeds = dict(zip(self.input_names, inputs))
+        stats = _current_stats.get()
         if self._in_plan_order:
-            return list(run_compiled(self.plan, feeds, scope))
-        result = run_plan(self.plan, feeds, scope)
+            return list(run_compiled(self.plan, feeds, scope, stats))
+        result = dict(zip(self.plan.outputs, run_compiled(self.plan, feeds, scope, stats)))
         return [result[n] for n in self.output_names]
 
     def run_loop(self, limit: int, use_cond: bool, cond: Any, carried: Sequence[Any],
@@ -223,6 +324,8 @@ class SubgraphPlan:
         ``use_cond`` is false or its condition holds, for at most ``limit`` iterations, starting from
         ``cond`` and ``carried``. Returns the iterations run, the last carried values, and per scan
         output the list of its values."""
+        if _current_stats.get() is not None:
+            return self._profiled_loop(limit, use_cond, cond, carried, scope)
         if self._loop is None:  # a race only builds it twice
             self._loop = CompiledLoop(self.plan, _copy, self._output_values)
         compiled = self._loop
@@ -234,62 +337,26 @@ class SubgraphPlan:
             _raise_for_step(compiled.failed_step(e.__traceback__), e)
             raise
 
-
-def _run_steps(plan: Plan, values: dict[str, Any], stats: RunStats | None) -> None:
-    """The step loop, kept lean: it is the per-node cost of every model."""
-    live = 0
-    get = values.__getitem__
-    for step in plan.steps:
-        t0 = time.perf_counter() if stats is not None else 0.0
-        ins = step.inputs
-        # map() runs in C; the comprehension (a frame of its own) only when an optional input is omitted
-        args = list(map(get, ins)) if all(ins) else [values[n] if n else None for n in ins]
-        kernel = step.kernel
-        try:
-            if kernel is None:  # a copy between devices
-                results: Any = _copy(step, args[0])
-            elif kernel.wants_scope:
-                sc = {orig: values[v] for orig, v in zip(step.scope, step.scope_values)}
-                results = kernel.compute(*args, scope=sc)
-            else:
-                results = kernel.compute(*args)
-        except OnnxplugError:
-            raise
-        except Exception as e:
-            raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
-                              f"{type(e).__name__}: {e}") from e
-        outputs = step.outputs
-        if not isinstance(results, tuple):  # a single output (lists are sequence values)
-            if outputs[0]:
-                values[outputs[0]] = results
-            produced = 1
-        else:
-            for name, value in zip(outputs, results):
-                if name:
-                    values[name] = value
-            produced = len(results)
-        if produced < len(outputs):  # trailing optional outputs the kernel did not produce
-            for name in outputs[produced:]:
-                if name:
-                    values[name] = None
-        if stats is not None:
-            live = _account(stats, step, values, live, plan, t0)
-        for name in step.release:
-            values.pop(name, None)
-
-
-def _account(stats: RunStats, step: Step, values: dict[str, Any], live: int, plan: Plan, t0: float) -> int:
-    """Record a step's timing and the live bytes after it (``enable_profiling``)."""
-    stats.events.append((step.name, step.kind, step.op_type, step.provider.name if step.provider else "",
-                         t0, time.perf_counter() - t0))
-    produced = sum(_nbytes(values.get(n)) for n in step.outputs if n)
-    live += produced
-    stats.produced_bytes += produced
-    stats.peak_live_bytes = max(stats.peak_live_bytes, live)
-    return live - sum(_nbytes(values.get(n)) for n in step.release if n not in plan.constants)
+    def _profiled_loop(self, limit: int, use_cond: bool, cond: Any, carried: Sequence[Any],
+                       scope: Mapping[str, Any]) -> tuple[int, tuple, list[list]]:
+        """``run_loop`` one instrumented body call per iteration."""
+        n_carried = len(carried)
+        scans: list[list] = [[] for _ in range(len(self.output_names) - 1 - n_carried)]
+        carried = tuple(carried)
+        keep_going = as_bool(cond) if use_cond else True
+        i = 0
+        while keep_going and i < limit:
+            out = self([np.array(i, np.int64), cond, *carried], scope)
+            cond, carried = out[0], tuple(out[1:1 + n_carried])
+            for values, value in zip(scans, out[1 + n_carried:]):
+                values.append(value)
+            if use_cond:
+                keep_going = as_bool(cond)
+            i += 1
+        return i, carried, scans
 
 
 def _describe(step: Step) -> str:
-    if step.kind == "node" and step.kernel is not None:
+    if step.kind == StepKind.NODE and step.kernel is not None:
         return step.kernel.node.describe()
     return f"{step.kind} step {step.name!r}"

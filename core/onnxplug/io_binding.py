@@ -14,25 +14,18 @@ onnxruntime's API (``session.io_binding()``, ``session.run_with_iobinding(bindin
     y = binding.get_outputs()[0]                       # an OrtValue: y.numpy() copies it to the host,
     y_gpu = y.value()                                  # y.value() is the device array itself
 
-No provider interface changes: a provider's ``DataTransfer`` may offer these optional methods,
-found with ``getattr``; a device whose transfer has none of them can still bind host arrays.
+Device values go through the optional methods of the provider's ``DataTransfer`` (``adopt``,
+``from_pointer``, ``copy_into``, ``synchronize``, declared on :class:`onnxplug.device.DataTransfer`);
+a device whose transfer offers none of them can still bind host arrays.
 
-* ``adopt(value) -> device value | None``: ``value`` as this device's own value, without a copy,
-  or None when it does not live on this device (it must also order the producer's pending work
-  before the provider's own).
-* ``from_pointer(pointer, shape, dtype) -> device value``: wrap raw device memory.
-* ``copy_into(target, value)``: copy a device value into a bound output buffer on the device
-  (also what ``OrtValue.update_inplace`` writes device values with).
-* ``synchronize()``: wait for the calling thread's work on the device.
-
-A run reuses the session's plan: the copy of a device-bound input to its device is dropped (the
-bound value is fed in its place), and the final copy of a device-bound output to the host is
-dropped (the device value is returned). Nothing else of the plan changes.
+A run asks the session's engine for the plan of its binding layout (``Engine.plan_for``): the copy
+of a device-bound input to its device is dropped (the bound value is fed in its place), and the
+final copy of a device-bound output to the host is dropped (the device value is returned).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -45,7 +38,9 @@ from onnxplug.errors import (
     MissingInputError,
     UnknownInputError,
 )
-from onnxplug.executor import Plan, RunStats, run_plan
+from onnxplug.engine import Engine, own_memory
+from onnxplug.feeds import check_value
+from onnxplug.ir import elem_type_of
 from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.provider import ExecutionProvider
 
@@ -68,32 +63,34 @@ class IOBinding:
         self._inputs: dict[str, tuple[Device, Any]] = {}
         self._outputs: dict[str, _Output] = {}
         self._results: list[OrtValue] | None = None
-        self._plans: dict[tuple, Plan] = {}  # by binding layout, so each generated function is reused
-        self._plans_base: Plan | None = None
 
     # --- binding -----------------------------------------------------------------------------------
 
+    @property
+    def _engine(self) -> Engine:
+        return self._session.engine  # looked up each time: set_providers makes a new engine
+
     def _provider_for(self, device: Device, what: str) -> ExecutionProvider:
-        for provider in self._session._providers:
-            if provider.device == device:
-                return provider
-        devices = ", ".join(sorted({str(p.device) for p in self._session._providers}))
-        raise BindingError(f"{what}: no provider of this session runs on {device} (devices: {devices})")
+        provider = self._engine.provider_for(device)
+        if provider is None:
+            devices = ", ".join(sorted(map(str, self._engine.devices)))
+            raise BindingError(f"{what}: no provider of this session runs on {device} (devices: {devices})")
+        return provider
 
     def _check_input_name(self, name: str) -> None:
-        if name not in self._session._input_types:
-            raise UnknownInputError(f"{name!r} is not an input of the model "
-                                    f"(inputs: {', '.join(self._session._input_types)})")
+        inputs = self._engine.input_types
+        if name not in inputs:
+            raise UnknownInputError(f"{name!r} is not an input of the model (inputs: {', '.join(inputs)})")
 
     def _check_output_name(self, name: str) -> None:
-        outputs = [vi.name for vi in self._session._model.graph.outputs]
+        outputs = self._engine.output_names
         if name not in outputs:
             raise InvalidOutputError(f"{name!r} is not an output of the model (outputs: {', '.join(outputs)})")
 
     def _native(self, provider: ExecutionProvider, value: Any, what: str) -> Any:
         """``value`` as a value of ``provider``'s device, through its transfer's ``adopt`` when it has one."""
-        adopt = getattr(provider.data_transfer, "adopt", None)
-        native = adopt(value) if adopt is not None else value
+        transfer = provider.data_transfer
+        native = transfer.adopt(value) if transfer.offers("adopt") else value
         if native is None:
             raise BindingError(f"{what}: a {type(value).__name__} is not a value of {provider.device}")
         return native
@@ -130,7 +127,7 @@ class IOBinding:
             self._outputs[name] = _Output(CPU, ortvalue.value())
             return
         provider = self._provider_for(ortvalue.device, f"output {name!r}")
-        if getattr(provider.data_transfer, "copy_into", None) is None:
+        if not provider.data_transfer.offers("copy_into"):
             raise BindingError(f"output {name!r}: provider {provider.name!r} cannot write into existing device memory")
         self._outputs[name] = _Output(provider.device, self._native(provider, ortvalue.value(), f"output {name!r}"))
 
@@ -161,10 +158,10 @@ class IOBinding:
             if buffer_ptr is None or shape is None or element_type is None:
                 raise BindingError(f"input {name!r}: a device binding needs element_type, shape and buffer_ptr")
             provider = self._provider_for(raw_device, f"input {name!r}")
-            wrap = getattr(provider.data_transfer, "from_pointer", None)
-            if wrap is None:
+            transfer = provider.data_transfer
+            if not transfer.offers("from_pointer"):
                 raise BindingError(f"input {name!r}: provider {provider.name!r} cannot wrap raw device pointers")
-            self._inputs[name] = (raw_device, wrap(int(buffer_ptr), tuple(int(d) for d in shape),  # type: ignore[arg-type]
+            self._inputs[name] = (raw_device, transfer.from_pointer(int(buffer_ptr), tuple(int(d) for d in shape),  # type: ignore[arg-type]
                                                   np.dtype(element_type)))
             return
         if device_type is not None:
@@ -178,9 +175,9 @@ class IOBinding:
         if isinstance(value, np.ndarray):
             self._inputs[name] = (CPU, value)
             return
-        for provider in self._session._providers:
-            adopt = getattr(provider.data_transfer, "adopt", None)
-            native = adopt(value) if adopt is not None and provider.device != CPU else None
+        for provider in self._engine.providers:
+            transfer = provider.data_transfer
+            native = transfer.adopt(value) if provider.device != CPU and transfer.offers("adopt") else None
             if native is not None:
                 self._inputs[name] = (provider.device, native)
                 return
@@ -198,10 +195,10 @@ class IOBinding:
             if device == CPU or shape is None or element_type is None:
                 raise BindingError(f"output {name!r}: a buffer binding needs a device, element_type and shape")
             provider = self._provider_for(device, f"output {name!r}")
-            wrap = getattr(provider.data_transfer, "from_pointer", None)
-            if wrap is None or getattr(provider.data_transfer, "copy_into", None) is None:
+            transfer = provider.data_transfer
+            if not (transfer.offers("from_pointer") and transfer.offers("copy_into")):
                 raise BindingError(f"output {name!r}: provider {provider.name!r} cannot write into raw device memory")
-            target = wrap(int(buffer_ptr), tuple(int(d) for d in shape), np.dtype(element_type))
+            target = transfer.from_pointer(int(buffer_ptr), tuple(int(d) for d in shape), np.dtype(element_type))
         elif device != CPU:
             self._provider_for(device, f"output {name!r}")
         self._outputs[name] = _Output(device, target)
@@ -224,30 +221,24 @@ class IOBinding:
 
     def _synchronize(self, devices: set[Device]) -> None:
         for device in devices - {CPU}:
-            sync = getattr(self._provider_for(device, "synchronize").data_transfer, "synchronize", None)
-            if sync is not None:
-                sync()
+            self._provider_for(device, "synchronize").data_transfer.synchronize()
 
     # --- running -----------------------------------------------------------------------------------
 
     def run(self, run_options: RunOptions | None = None) -> None:
         """Run the session on the bound inputs; results are kept for :meth:`get_outputs`."""
-        from onnxplug.session import _own_memory
-
-        session = self._session
-        feeds, located = self._feeds()
-        plan = self._plan(set(located))
-        stats = RunStats() if session._options.enable_profiling else None
-        result = run_plan(plan, {**feeds, **located}, None, stats)
-        if stats is not None:
-            session._record_profile(stats)
+        engine = self._engine
+        host, on_device = self._feeds(engine)
+        bound = engine.plan_for({n: self._inputs[n][0] for n in on_device},
+                                {n: b.device for n, b in self._outputs.items()})
+        result = engine.run_bound(bound, host, on_device)
         values = []
-        for vi in session._model.graph.outputs:
-            name, value = vi.name, result[vi.name]
+        for name, declared in engine.output_types.items():
+            value = result[name]
             binding = self._outputs.get(name)
             device = binding.device if binding is not None else CPU
             transfer = self._provider_for(device, name).data_transfer if device != CPU else None
-            if transfer is not None and plan.outputs[name] == name:
+            if transfer is not None and bound.produced_on_host(name):
                 # produced on the host (a CPU node): the only copy a device binding needs
                 value = transfer.to_device(np.asarray(value))
             if binding is not None and binding.target is not None:
@@ -255,73 +246,31 @@ class IOBinding:
                 if transfer is None:
                     np.copyto(binding.target, value)
                 else:
-                    transfer.copy_into(binding.target, value)  # type: ignore[attr-defined]
+                    transfer.copy_into(binding.target, value)
                 value = binding.target
             elif transfer is None:
-                value = _own_memory(value)  # as run(): no output shares memory with a feed
-            values.append(OrtValue(value, device, transfer, vi.type))
+                value = own_memory(value)  # as run(): no output shares memory with a feed
+            values.append(OrtValue(value, device, transfer, declared))
         self.synchronize_outputs()
         self._results = values
 
-    def _feeds(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(host feeds by input name, device feeds by located name ``name@device``)."""
-        from onnxplug.feeds import check_value
-
-        session = self._session
+    def _feeds(self, engine: Engine) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(host feeds, device feeds), both by input name, checked against the declared types."""
         host: dict[str, Any] = {}
-        located: dict[str, Any] = {}
-        for name, declared in session._input_types.items():
+        on_device: dict[str, Any] = {}
+        for name, declared in engine.input_types.items():
             if name not in self._inputs:
-                if name in session._defaults:
-                    host[name] = session._defaults[name]
+                if name in engine.defaults:
+                    host[name] = engine.defaults[name]
                     continue
-                raise MissingInputError(f"model {session._model.source}: input {name!r} is not bound")
+                raise MissingInputError(f"model {engine.source}: input {name!r} is not bound")
             device, value = self._inputs[name]
             if device == CPU:
-                host[name] = check_value(session._model.source, name, value, declared)
+                host[name] = check_value(engine.source, name, value, declared)
             else:
-                _check_device_value(session._model.source, name, value, declared)
-                located[f"{name}@{device}"] = value
-        return host, located
-
-    def _plan(self, located: set[str]) -> Plan:
-        """The session's plan without the copies that bindings make unnecessary."""
-        if self._plans_base is not self._session._plan:  # set_providers made a new plan
-            self._plans, self._plans_base = {}, self._session._plan
-        key = (frozenset(located), tuple(sorted((n, str(b.device)) for n, b in self._outputs.items())))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._derive_plan(located)
-        return plan
-
-    def _derive_plan(self, located: set[str]) -> Plan:
-        base: Plan = self._session._plan
-        steps = []
-        for step in base.steps:
-            if step.kind == "copy" and step.outputs[0] in located:
-                continue  # the bound input is already on that device
-            steps.append(step)
-        outputs = dict(base.outputs)
-        read = {n for s in steps for n in [*s.inputs, *s.scope_values]}
-        for name, binding in self._outputs.items():
-            if binding.device == CPU:
-                continue
-            planned = f"{name}@{binding.device}"
-            copy = next((s for s in steps if s.kind == "copy" and s.inputs == [planned] and s.outputs == [name]),
-                        None)
-            if copy is not None and name not in read:
-                steps.remove(copy)
-                outputs[name] = planned
-        keep = set(outputs.values())
-        steps = [replace(s, release=[n for n in s.release if n not in keep]) for s in steps]
-        # device inputs the plan still reads on the host (a CPU node) get a copy back
-        for name in [n for n in located]:
-            original = name.split("@", 1)[0]
-            if original in read:
-                device = Device(*_split_device(name))
-                provider = self._provider_for(device, original)
-                steps.insert(0, _host_copy(provider, name, original))
-        return replace(base, steps=steps, outputs=outputs, compiled=None)
+                _check_device_value(engine.source, name, value, declared)
+                on_device[name] = value
+        return host, on_device
 
     def get_outputs(self) -> list[OrtValue]:
         """The outputs of the last run as OrtValues, in the model's output order: device values for
@@ -352,25 +301,10 @@ def _check_target(name: str, target: Any, value: Any) -> None:
                            f"holds {want[0]}{list(want[1])}")
 
 
-def _split_device(located: str) -> tuple[str, int]:
-    text = located.split("@", 1)[1]
-    kind, _, index = text.partition(":")
-    return kind, int(index or 0)
-
-
-def _host_copy(provider: ExecutionProvider, located: str, original: str) -> Any:
-    from onnxplug.executor import Step
-
-    return Step(f"copy {original} {provider.device}->cpu (bound input)", "copy", provider, [located], [original],
-                to_device=CPU)
-
-
 def _check_device_value(src: str, name: str, value: Any, declared: Any) -> None:
     """Element type and fixed dimensions of a device value against the declared input type."""
     if declared is None or declared.kind != "tensor":
         return
-    from onnxplug.ir import elem_type_of
-
     if not (hasattr(value, "dtype") and hasattr(value, "shape")):
         return  # an opaque device value: its provider's kernels are the judge
     try:

@@ -1,15 +1,14 @@
 """Compile a plan into one generated Python function: straight-line kernel calls on local variables.
 
-The step loop pays for a dict lookup per input, a store per output and a pop per released value on
-every step; small recurrent and control-flow models run thousands of tiny steps, so that bookkeeping
-is a large share of their time. The generated function does the same work with local variables:
-values are locals, liveness is ``del``, constants and kernels are closure variables.
+Values are locals, liveness is ``del``, constants and kernels are closure variables, so a step
+costs its kernel call and no dict lookups, stores or pops: small recurrent and control-flow models
+run thousands of tiny steps. This is the only way plans run.
 
 A Loop body can also be compiled with its loop (``CompiledLoop``): the iterations run inside one
-generated function, so an iteration pays for its kernel calls only, not for a call of the body's
-function with its inputs packed and its outputs unpacked (the suite's Loop model: 7.6 against 10.5
-us an iteration).
+generated function, so an iteration pays for its kernel calls only.
 
+The instrumented variant (profiling) is the same function with a report around each step:
+``stats.start(step)``, the call, ``stats.stop(step, t0, produced)``, ``stats.drop(released)``.
 A kernel that raises is found from the traceback's line number, so the error still names the node.
 """
 
@@ -32,7 +31,7 @@ LoopFunction = Callable[[int, bool, Any, Sequence[Any], Mapping[str, Any]], tupl
 
 
 def _first(result: tuple) -> Any:
-    """The value of a single-output step whose kernel returned a tuple."""
+    """The value of a single-output step whose kernel returned a tuple (``_outputs(result, 1)[0]``)."""
     return result[0] if result else None
 
 
@@ -44,8 +43,9 @@ def as_bool(value: Any) -> bool:
 
 
 def _outputs(result: Any, count: int) -> tuple:
-    """A multi-output step's results, cut or padded with None to the node's outputs (kernels may
-    compute optional outputs the node does not list, or omit trailing ones it does)."""
+    """The one normalisation of kernel results: a step's results, cut or padded with None to the
+    node's outputs (kernels may compute optional outputs the node does not list, or omit trailing
+    ones it does). A single non-tuple result is one output."""
     if not isinstance(result, tuple):
         result = (result,)
     if len(result) != count:
@@ -83,10 +83,12 @@ class _GeneratedFunction:
 class CompiledPlan(_GeneratedFunction):
     """A plan as one generated function ``run(feeds, scope) -> outputs in plan.outputs order``."""
 
-    def __init__(self, plan: Plan, copy: Callable[[Step, Any], Any]) -> None:
+    def __init__(self, plan: Plan, copy: Callable[[Step, Any], Any], instrumented: bool = False) -> None:
+        """``instrumented``: the function is ``run(feeds, scope, stats)`` and reports each step to
+        ``stats`` (:class:`onnxplug.executor.RunStats`)."""
         self.output_names = list(plan.outputs)
-        writer = _Writer(plan)
-        writer.line("def _run(feeds, scope):", indent=1)
+        writer = _Writer(plan, instrumented)
+        writer.line("def _run(feeds, scope, stats):" if instrumented else "def _run(feeds, scope):", indent=1)
         outer, inputs = set(plan.outer), set(plan.inputs)
         writer.load_reads(lambda value: "scope" if value in outer and value not in inputs else "feeds")
         writer.write_steps(indent=2)
@@ -141,9 +143,10 @@ class _Writer:
     """Writes a generated function's lines: value names become identifiers, constants and kernels
     closure variables, and each step's lines are mapped back to the step."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, instrumented: bool = False) -> None:
         self.plan = plan
-        self.names: dict[str, str] = {}  # value name -> python identifier
+        self.instrumented = instrumented
+        self.names: dict[Any, str] = {}  # planned value -> python identifier
         self.closure: dict[str, Any] = {}
         self.produced = {o for s in plan.steps for o in s.outputs if o}
         self.lines: list[str] = []
@@ -190,13 +193,20 @@ class _Writer:
             if value in plan.constants and value not in plan.inputs:
                 continue
             self.loaded.add(value)
-            self.line(f"{self.ident(value)} = {source_of(value)}[{value!r}]")
+            key = repr(value)
+            if not isinstance(value, str):  # a device value (OnDevice): its key is a closure cell
+                key = f"key_{self.ident(value)}"
+                self.closure[key] = value
+            self.line(f"{self.ident(value)} = {source_of(value)}[{key}]")
 
     def write_steps(self, indent: int, keep: set[str] = frozenset()) -> None:
         """One call per step, its outputs into locals, then ``del`` of the values it read last
         (except ``keep``)."""
         for index, step in enumerate(self.plan.steps):
             args = ", ".join(self.ref(n) for n in step.inputs)
+            if self.instrumented:
+                self.closure[f"s{index}"] = step
+                self.line(f"t0 = stats.start(s{index})", indent, index)
             if step.kernel is None:  # a copy between devices
                 self.closure[f"s{index}"] = step
                 call = f"_copy(s{index}, {args})"
@@ -221,5 +231,10 @@ class _Writer:
                 self.line(f"{', '.join(targets)}, = _outputs({call}, {len(targets)})", indent, index)
             dead = [self.names[n] for n in step.release if n not in keep and (
                 n in self.produced or n in self.loaded or n in self.names and n in self.plan.inputs)]
+            if self.instrumented:
+                produced = [t for t in targets if t != "_"]
+                self.line(f"stats.stop(s{index}, t0, ({''.join(t + ', ' for t in produced)}))", indent, index)
+                if dead:
+                    self.line(f"stats.drop(({''.join(d + ', ' for d in dead)}))", indent, index)
             if dead:
                 self.line(f"del {', '.join(dead)}", indent)

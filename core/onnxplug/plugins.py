@@ -114,6 +114,10 @@ class ProviderCatalog:
         """The provider class for a short name or alias."""
         return self.providers[self.resolve_name(name)]
 
+    def default_provider(self) -> type[ExecutionProvider]:
+        """The class of the default provider, appended last to sessions (constant folding runs on it)."""
+        return self.providers[DEFAULT_PROVIDER]
+
 
 _catalog: ProviderCatalog | None = None
 _lock = threading.Lock()

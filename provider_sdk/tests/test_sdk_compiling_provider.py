@@ -57,7 +57,7 @@ def test_a_value_with_outside_readers_is_exported_not_a_reason_to_split(register
     register_provider(FusingProvider)
     FusingProvider.compiled.clear()
     session = plain_session(model, ["sdk_fusing"])
-    (fused,) = [g for g in session._groups if g.fused]
+    (fused,) = [g for g in session.engine.groups if g.fused]
     assert fused.inputs == ["x"]
     assert sorted(fused.outputs) == ["a", "b", "c"]  # a: graph output, b: read by Softmax, c: graph output
     assert FusingProvider.compiled[0].outputs == fused.outputs
@@ -117,9 +117,9 @@ def _random_model(rng: np.random.Generator, size: int) -> onnx.ModelProto:
 
 
 def _check_groups(session: onnxplug.InferenceSession) -> None:
-    graph = session._model.graph
+    graph = session.engine.model.graph
     group_of = {}
-    for gi, group in enumerate(session._groups):
+    for gi, group in enumerate(session.engine.groups):
         for n in group.nodes:
             group_of[n.name] = gi
     producers = {o: n for n in graph.nodes for o in n.outputs}
@@ -134,9 +134,9 @@ def _check_groups(session: onnxplug.InferenceSession) -> None:
                 if group_of[p.name] != group_of[n.name]:
                     group_edges.setdefault(group_of[p.name], set()).add(group_of[n.name])
     # The graph of groups is acyclic: no group reaches itself.
-    for gi in range(len(session._groups)):
+    for gi in range(len(session.engine.groups)):
         assert gi not in reachable(iter([gi]), group_edges), f"group {gi} is on a cycle"
-    for group in session._groups:
+    for group in session.engine.groups:
         members = {index[n.name] for n in group.nodes}
         if not group.fused:
             continue
@@ -202,7 +202,7 @@ def test_fixed_groups_keep_chains_from_closing_a_cycle_through_them(register_pro
     register_provider(_SoftmaxPairProvider)
     model = _pair_model()
     session = plain_session(model, ["sdk_t_pairs"])
-    fused = [[n.name for n in g.nodes] for g in session._groups if g.fused]
+    fused = [[n.name for n in g.nodes] for g in session.engine.groups if g.fused]
     assert fused == [["c1", "c2"]]
     assert [(a.node_name, a.provider) for a in session.get_node_assignments()
             if a.node_name in ("a", "b")] == [("a", "sdk_t_pairs"), ("b", "numpy")]

@@ -219,5 +219,5 @@ def test_claims_run_in_a_session(register_provider) -> None:  # type: ignore[no-
         ("relu", "sdk_t_claiming"), ("sigmoid", "numpy")]
     x = np.array([-2.0, -0.5, 0.5, 3.0], np.float32)
     np.testing.assert_allclose(session.run(None, {"x": x})[0], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-6)
-    assert isinstance(Claiming().get_capability(GraphView(session._model.graph, session._model.graph.nodes))[0],
+    assert isinstance(Claiming().get_capability(GraphView(session.engine.model.graph, session.engine.model.graph.nodes))[0],
                       Capability)

@@ -39,8 +39,8 @@ def _check_session(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: f
     for assignment in session.get_node_assignments():
         want = SecondDeviceProvider.name if assignment.op_type in CLAIMED else "numpy"
         assert assignment.provider == want, assignment
-    assert session._plan.copy_count == _expected_copies(model) > 0
-    memory = session._providers[0].memory
+    assert session.engine.plan.copy_count == _expected_copies(model) > 0
+    memory = session.engine.providers[0].memory
     expected = run_onnxruntime(model, feeds)
     for _ in range(2):  # a second run must give the same (the kernels keep no state)
         got = session.run(None, feeds)

@@ -73,7 +73,7 @@ def test_recurrent_derived_weights_are_aligned(kernel_class):
 def test_suite_recurrent_models_keep_aligned_step_weights(name, batch):
     session = ort.InferenceSession(model_suite.build(name).SerializeToString(), providers=["numpy"])
     session.run(None, model_suite.sample_inputs(name, batch))
-    kept = [value for step in session._plan.steps if isinstance(step.kernel, (GRU, LSTM))
+    kept = [value for step in session.engine.plan.steps if isinstance(step.kernel, (GRU, LSTM))
             for _, value in step.kernel._derived.values() if isinstance(value, np.ndarray)]
     assert len(kept) >= 3
     assert all(value.ctypes.data % ALIGNMENT == 0 for value in kept)

@@ -28,7 +28,7 @@ def _session(source, level) -> ort.InferenceSession:
 def _reference(name: str) -> tuple:
     proto, feeds = build(name), sample_inputs(name, batch=2)
     unoptimized = _session(proto, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-    return proto, feeds, unoptimized.run(None, feeds), ort_run(proto, feeds), len(unoptimized._model.graph.nodes)
+    return proto, feeds, unoptimized.run(None, feeds), ort_run(proto, feeds), len(unoptimized.engine.model.graph.nodes)
 
 
 @pytest.mark.parametrize("level", LEVELS, ids=[lv.name for lv in LEVELS])
@@ -39,7 +39,7 @@ def test_suite_model_gives_same_outputs_at_every_level(name, level):
     out = sess.run(None, feeds)
     assert_close(out, level0)
     assert_close(out, onnxruntime_out)
-    assert len(sess._model.graph.nodes) <= nodes0
+    assert len(sess.engine.model.graph.nodes) <= nodes0
 
 
 def _backend_cases():
@@ -57,7 +57,7 @@ def _run_case(case, level, compare_outputs) -> int:
     sess = _session(str(case.model_path), level)
     for data in case.data_sets:
         compare_outputs(data.expected_outputs, sess.run(None, data.inputs), case.rtol, case.atol)
-    return len(sess._model.graph.nodes)
+    return len(sess.engine.model.graph.nodes)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Union
+from typing import Callable, Union
 
 import numpy as np
 import onnx
@@ -34,14 +34,21 @@ ModelSource = Union[str, os.PathLike, bytes, onnx.ModelProto]
 _TWO_GB = 2**31 - 1
 
 
-def load_model(source: ModelSource) -> Model:
-    """Read, validate and convert a model. Raises a subclass of ``OnnxplugError`` on bad input."""
+#: ``computes(domain, op_type, version)``: whether the runtime has a kernel for an op
+OpComputed = Callable[[str, str, int], bool]
+
+
+def load_model(source: ModelSource, computes: OpComputed | None = None) -> Model:
+    """Read, validate and convert a model. Raises a subclass of ``OnnxplugError`` on bad input.
+
+    Model-local functions of the project's domain whose op ``computes`` says the runtime has stay
+    calls; every other function (all, without ``computes``) is inlined."""
     proto, base_dir, label = _read_proto(source)
     check_versions(label, proto.ir_version, _opsets(proto))
     check_inputs(proto.graph, label)
     clear_invalid_dims(proto)
     _load_external_data(proto, base_dir, label)
-    kept = {(f.domain, f.name) for f in _kept_functions(proto)}
+    kept = {(f.domain, f.name) for f in _kept_functions(proto, computes)}
     if any((f.domain, f.name) not in kept for f in proto.functions):
         proto = (onnx.inliner.inline_selected_functions(proto, sorted(kept), exclude=True) if kept
                  else onnx.inliner.inline_local_functions(proto))
@@ -66,19 +73,17 @@ def load_model(source: ModelSource) -> Model:
 _OWN_DOMAIN = "com.onnxplug"
 
 
-def _kept_functions(proto: onnx.ModelProto) -> list[onnx.FunctionProto]:
-    """Model-local functions of the project's domain whose op the default provider computes.
+def _kept_functions(proto: onnx.ModelProto, computes: OpComputed | None) -> list[onnx.FunctionProto]:
+    """Model-local functions of the project's domain whose op the runtime computes.
 
     They are kept as calls (saved optimized models carry fused ops with a body for other
     runtimes); every other function is inlined.
     """
     own = [f for f in proto.functions if f.domain.startswith(_OWN_DOMAIN)]
-    if not own:
+    if not own or computes is None:
         return []
-    from onnxplug.providers.numpy.registry import REGISTRY
-
     version = {o.domain: o.version for o in proto.opset_import}
-    return [f for f in own if REGISTRY.resolve(f.domain, f.name, version.get(f.domain, 1)) is not None]
+    return [f for f in own if computes(f.domain, f.name, version.get(f.domain, 1))]
 
 
 def _read_proto(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, str]:

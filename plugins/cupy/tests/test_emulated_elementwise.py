@@ -167,7 +167,7 @@ def test_fused_chain_exports_a_smaller_intermediate(emulated: str, rng: np.rando
     feeds = {"x": _x(rng, F32, (4, 3)), "a": _x(rng, F32, (1, 4)), "s": _x(rng, F32, (1, 4))}
     sess = session(model, emulated)
     groups = {a.node_name: a for a in sess.get_node_assignments()}
-    assert len(groups) == 4 and len(sess._groups) == 2  # Transpose alone, one fused group of three
+    assert len(groups) == 4 and len(sess.engine.groups) == 2  # Transpose alone, one fused group of three
     assert_close(sess.run(None, feeds), onnxruntime_outputs(model, feeds))
 
 
@@ -176,8 +176,8 @@ def test_strided_path_reads_transposed_views(emulated: str, rng: np.random.Gener
     x = _x(rng, F32, (4, 3))
     model = node_model("Relu", {"x": x})
     sess = session(model, emulated)
-    step = next(s for s in sess._plan.steps if s.kind == "node")
-    backend = sess._providers[0].backend
+    step = next(s for s in sess.engine.plan.steps if s.kind == "node")
+    backend = sess.engine.providers[0].backend
     view = backend.to_device(x).T  # a non-contiguous device view
     assert not view.flags.c_contiguous
     got = backend.to_host(step.kernel.compute(view))

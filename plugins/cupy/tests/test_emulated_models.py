@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import onnxplug as ort
+from onnxplug.device import Device
+from onnxplug.executor import OnDevice
 from onnxplug.testing.model_suite import build, sample_inputs
 
 from cupy_test_support import assert_close, onnxruntime_outputs
@@ -44,11 +46,11 @@ def test_values_stay_on_the_device_between_nodes(emulated: str) -> None:
     # resnet18 runs entirely on the provider: one upload (the input) and one download (the output)
     # per run; weights were uploaded once at session creation
     session = ort.InferenceSession(build("resnet18"), providers=[emulated])
-    copies = [s.name for s in session._plan.steps if s.kind == "copy"]
+    copies = [s.name for s in session.engine.plan.steps if s.kind == "copy"]
     assert len(copies) == 2, copies
     assert copies[0].endswith("cpu->cuda:0") and copies[1].endswith("cuda:0->cpu")
-    assert any(name.endswith("@cuda:0") for name in session._plan.constants)
-    transfer = session._providers[0].data_transfer
+    assert any(isinstance(name, OnDevice) and name.device == Device("cuda", 0) for name in session.engine.plan.constants)
+    transfer = session.engine.providers[0].data_transfer
     calls = Counter()
     original_to_host, original_to_device = transfer.to_host, transfer.to_device
     transfer.to_host = lambda v: (calls.update(["to_host"]), original_to_host(v))[1]
@@ -60,9 +62,9 @@ def test_values_stay_on_the_device_between_nodes(emulated: str) -> None:
 
 def test_fused_chains_are_compiled_at_session_creation(emulated: str) -> None:
     session = ort.InferenceSession(build("transformer_encoder"), providers=[emulated])
-    fused = [s for s in session._plan.steps if s.kind == "fused"]
+    fused = [s for s in session.engine.plan.steps if s.kind == "fused"]
     assert fused, "the encoder's elementwise chains should be claimed as fused subgraphs"
-    backend = session._providers[0].backend
+    backend = session.engine.providers[0].backend
     launches = backend.launches
     for step in fused:
         assert step.kernel.runner._kernels, f"{step.name} was not compiled when the session was created"

@@ -81,27 +81,27 @@ def test_values_between_nodes_are_cupy_arrays_and_outputs_numpy() -> None:
     model = build("resnet18")
     sess = ort.InferenceSession(model, providers=["cupy"])
     seen: list[type] = []
-    for step in sess._plan.steps:
+    for step in sess.engine.plan.steps:
         if step.kind != "copy":
             original = step.kernel.compute
             step.kernel.compute = lambda *a, _o=original: (seen.extend(type(v) for v in a if v is not None), _o(*a))[1]
     out = sess.run(None, sample_inputs("resnet18", batch=1))[0]
     assert isinstance(out, np.ndarray)
     assert seen and all(t is cupy.ndarray for t in seen)
-    assert sess._plan.copy_count == 2
+    assert sess.engine.plan.copy_count == 2
 
 
 def test_memory_comes_from_cupys_pool() -> None:
     cupy = _cupy()
     model, x = _relu_chain()
     sess = session(model, "cupy")
-    provider = sess._providers[0]
+    provider = sess.engine.providers[0]
     assert provider.backend.pool is cupy.get_default_memory_pool()
     sess.run(None, {"x": x})
     assert provider.backend.pool.total_bytes() >= x.nbytes
 
     limited = session(model, "cupy", gpu_mem_limit=64 * 2**20)
-    pool = limited._providers[0].backend.pool
+    pool = limited.engine.providers[0].backend.pool
     assert pool is not cupy.get_default_memory_pool() and pool.get_limit() == 64 * 2**20
     np.testing.assert_array_equal(limited.run(None, {"x": x})[0], np.maximum(x, 0))
     assert pool.total_bytes() > 0
@@ -118,7 +118,7 @@ def test_each_thread_runs_on_its_own_stream_and_results_agree() -> None:
     cupy = _cupy()
     model = build("transformer_encoder")
     sess = ort.InferenceSession(model, providers=["cupy"])
-    backend = sess._providers[0].backend
+    backend = sess.engine.providers[0].backend
     feeds = [sample_inputs("transformer_encoder", batch=2, seed=s) for s in range(4)]
     expected = [sess.run(None, f)[0] for f in feeds]
     results: dict[int, np.ndarray] = {}
@@ -154,7 +154,7 @@ def test_iobinding_with_cupy_arrays_makes_no_host_copies() -> None:
     model = build("resnet18")
     feeds = sample_inputs("resnet18", batch=1)
     sess = ort.InferenceSession(model, providers=["cupy"])
-    transfer = sess._providers[0].data_transfer
+    transfer = sess.engine.providers[0].data_transfer
     calls = Counter()
     for name in ("to_host", "to_device"):
         original = getattr(transfer, name)

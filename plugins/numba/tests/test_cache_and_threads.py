@@ -27,7 +27,7 @@ _PROBE = textwrap.dedent("""
     x = np.ones((1, 2, 5, 5), np.float32)
     cols = np.empty((18, 25), np.float32)
     conv.im2col(x[0], 0, 2, 3, 3, 1, 1, 1, 1, 1, 1, 5, 5, cols)
-    chain = session._plan.steps[0].kernel
+    chain = session.engine.plan.steps[0].kernel
     dispatchers = [m.kernel for m in chain.runner._kernels.values()] + [conv.im2col]
     print(json.dumps({"hits": sum(sum(d.stats.cache_hits.values()) for d in dispatchers),
                       "misses": sum(sum(d.stats.cache_misses.values()) for d in dispatchers)}))

@@ -31,7 +31,7 @@ def test_chain_is_one_fused_step_and_matches_onnxruntime(rng, x_shape, b_shape):
     feeds = {"x": rng.standard_normal(x_shape).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32)}
     got, session = run_numba(model, feeds)
     assert_close(got, run_onnxruntime(model, feeds))
-    steps = session._plan.steps
+    steps = session.engine.plan.steps
     assert [s.kind for s in steps] == ["fused"], [s.kind for s in steps]
     assert sorted(steps[0].outputs) == ["s", "y"]
 
@@ -68,7 +68,7 @@ def test_conv_batchnorm_add_relu_is_one_step(rng):
     feeds = {"x": rng.standard_normal((2, c, 6, 6)).astype(np.float32)}
     got, session = run_numba(model, feeds)
     assert_close(got, run_onnxruntime(model, feeds))
-    assert [s.kind for s in session._plan.steps] == ["fused"]
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
 
 
 def test_unfusable_dtype_is_not_chained(rng):

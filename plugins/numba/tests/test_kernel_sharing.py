@@ -47,7 +47,7 @@ def _session_modules(names: dict[str, str], rng: np.random.Generator, last_op: s
     relu = np.maximum(x + b, 0)
     expected = relu * x if last_op == "Mul" else relu + x
     np.testing.assert_allclose(got[0], expected, rtol=1e-6)
-    steps = session._plan.steps
+    steps = session.engine.plan.steps
     assert [s.kind for s in steps] == ["fused"], [s.kind for s in steps]
     modules = list(steps[0].kernel.runner._kernels.values())
     assert modules, "the chain's loop was not compiled when the session was created"

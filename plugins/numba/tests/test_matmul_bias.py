@@ -44,14 +44,14 @@ def linear_model(a_shape, b_shape, bias_shape, *, bias_first=False, bias_is_inpu
 def test_matmul_bias_is_one_fused_step(a_shape, b_shape, bias_shape, threads, bias_first):
     model, feeds = linear_model(a_shape, b_shape, bias_shape, bias_first=bias_first)
     got, session = run_numba(model, feeds, threads=threads)
-    assert [s.kind for s in session._plan.steps] == ["fused"]
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
     assert_close(got, run_onnxruntime(model, feeds))
 
 
 def test_float64_matches_numpy():
     model, feeds = linear_model((6, 4), (4, 3), (3,), dtype=np.float64)
     (got,), session = run_numba(model, feeds)
-    assert [s.kind for s in session._plan.steps] == ["fused"]
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
     init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     np.testing.assert_allclose(got, feeds["a"] @ init["w"] + init["bias"], rtol=1e-12)
 
@@ -60,14 +60,14 @@ def test_float64_matches_numpy():
 def test_other_adds_are_not_fused(bias_shape):
     model, feeds = linear_model((4, 7), (7, 9), bias_shape)
     got, session = run_numba(model, feeds)
-    assert [s.kind for s in session._plan.steps] != ["fused"]
+    assert [s.kind for s in session.engine.plan.steps] != ["fused"]
     assert_close(got, run_onnxruntime(model, feeds))
 
 
 def test_bias_from_a_graph_input_is_not_fused():
     model, feeds = linear_model((4, 7), (7, 9), (9,), bias_is_input=True)
     got, session = run_numba(model, feeds)
-    assert len(session._plan.steps) == 2
+    assert len(session.engine.plan.steps) == 2
     assert_close(got, run_onnxruntime(model, feeds))
 
 
@@ -87,7 +87,7 @@ def test_chain_around_a_fused_pair():
     model = onnx.shape_inference.infer_shapes(
         helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
     got, session = run_numba(model, {"x": x})
-    assert any(s.kind == "fused" and s.name.startswith("numba_matmul_bias") for s in session._plan.steps)
+    assert any(s.kind == "fused" and s.name.startswith("numba_matmul_bias") for s in session.engine.plan.steps)
     assert_close(got, run_onnxruntime(model, {"x": x}))
 
 
@@ -102,5 +102,5 @@ def test_dead_elementwise_chain_runs_as_single_nodes():
     model = onnx.shape_inference.infer_shapes(
         helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
     got, session = run_numba(model, {"x": x})
-    assert all(s.outputs for s in session._plan.steps)
+    assert all(s.outputs for s in session.engine.plan.steps)
     assert_close(got, run_onnxruntime(model, {"x": x}))

@@ -149,7 +149,7 @@ def test_chain_output_copied_by_identity_is_not_written_twice(rng):
                                            helper.make_tensor_value_info("b", TensorProto.FLOAT, [8])], outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     _, session = run_numba(model, {"x": np.zeros((2, 8), np.float32), "b": np.zeros(8, np.float32)})
-    (step,) = session._plan.steps
+    (step,) = session.engine.plan.steps
     assert step.kind == "fused" and step.kernel.program.outputs == ("h", "a")
     for _ in range(2):
         feeds = {"x": rng.standard_normal((2, 8)).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32)}

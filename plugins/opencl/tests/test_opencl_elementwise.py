@@ -63,7 +63,7 @@ def test_fused_chain_is_one_kernel_and_matches(rng):
              helper.make_node("Mul", ["t1", "t2"], ["t3"]), helper.make_node("Tanh", ["t3"], ["y"])]
     got, want, session = run_both(make_model(nodes, {"x": x, "b": b}, ["y"]), {"x": x, "b": b})
     assert_close(got, want, rtol=1e-5, atol=1e-6)
-    groups = session._groups
+    groups = session.engine.groups
     assert len(groups) == 1 and groups[0].fused and len(groups[0].nodes) == 4
 
 
@@ -76,7 +76,7 @@ def test_fused_chain_exporting_a_smaller_intermediate(rng):
     got, want, session = run_both(make_model(nodes, {"a": a, "b": b, "x": x}, ["ab", "y"]),
                                   {"a": a, "b": b, "x": x})
     assert_close(got, want, rtol=1e-6, atol=1e-6)
-    assert any(g.fused for g in session._groups)
+    assert any(g.fused for g in session.engine.groups)
 
 
 def test_clip_with_optional_bounds(rng):
@@ -93,4 +93,4 @@ def test_fuse_option_off_runs_node_by_node(rng):
              helper.make_node("Abs", ["b"], ["y"])]
     got, want, session = run_both(make_model(nodes, {"x": x}, ["y"]), {"x": x}, options={"fuse": False})
     assert_close(got, want, rtol=1e-6, atol=1e-6)
-    assert len(session._groups) == 3 and not any(g.fused for g in session._groups)
+    assert len(session.engine.groups) == 3 and not any(g.fused for g in session.engine.groups)

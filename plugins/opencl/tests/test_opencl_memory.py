@@ -50,7 +50,7 @@ def test_values_between_opencl_nodes_are_device_arrays(rng):
                        {"x": x}, ["y"])
     session = ort.InferenceSession(model, providers=["opencl"])
     seen = []
-    for step in session._plan.steps:
+    for step in session.engine.plan.steps:
         if step.kind != "copy":
             original = step.kernel.compute
             step.kernel.compute = lambda *a, _o=original: (seen.append([type(v) for v in a]), _o(*a))[1]

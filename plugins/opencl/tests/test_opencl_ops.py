@@ -39,7 +39,7 @@ def test_conv_bn_add_relu_is_one_fused_step(rng):
     got, want, session = run_both(make_model(nodes, {"x": x, "r": r}, ["y"], inits), {"x": x, "r": r})
     assert_close(got, want, rtol=1e-4, atol=1e-4)
     # One step: the core optimizer may fold BatchNormalization first, the provider fuses the rest.
-    assert len(session._groups) == 1 and session._groups[0].fused
+    assert len(session.engine.groups) == 1 and session.engine.groups[0].fused
 
 
 @pytest.mark.parametrize("op,attrs", [
@@ -157,7 +157,7 @@ def test_matmul_add_chains_are_fused(mode, rng):
         nodes += [helper.make_node("Add", ["r", "p"], ["y"])]
     got, want, session = run_both(make_model(nodes, feeds, ["y"], inits), feeds)
     assert_close(got, want, rtol=1e-4, atol=1e-4)
-    assert len(session._groups) == 1 and session._groups[0].fused
+    assert len(session.engine.groups) == 1 and session.engine.groups[0].fused
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])

@@ -53,7 +53,7 @@ def _chain_session(names: dict[str, str], ops: list[str], x: np.ndarray, b: np.n
     feeds = {n["x"]: x, n["b"]: b}
     got, want, session = run_both(make_model(nodes, feeds, [last]), feeds)
     assert_close(got, want, rtol=1e-5, atol=1e-6)
-    assert len(session._groups) == 1 and session._groups[0].fused
+    assert len(session.engine.groups) == 1 and session.engine.groups[0].fused
     return session
 
 

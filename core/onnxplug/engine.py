@@ -1,0 +1,201 @@
+"""The engine behind :class:`~onnxplug.session.InferenceSession`: load -> optimise -> partition ->
+plan -> run.
+
+An engine is built for one model and one provider set (``set_providers`` builds a new one). Its
+plan does not change after construction; IOBinding reaches it only through public operations:
+:meth:`Engine.check_feeds`, :meth:`Engine.plan_for` (a plan variant for device-bound inputs and
+outputs, cached by binding layout), :meth:`Engine.run_bound`, :meth:`Engine.provider_for`.
+Profiled runs report to the session's :class:`~onnxplug.profiling.Profile`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from onnxplug import ep_devices
+from onnxplug.device import CPU, Device
+from onnxplug.errors import InvalidOutputError, OptionValueError
+from onnxplug.executor import Plan, RunStats, SubgraphPlan, bind_plan, build_plan, located, run_plan
+from onnxplug.feeds import check_feeds
+from onnxplug.ir import Graph, Model, ModelSource, ValueInfo, ValueType, load_model
+from onnxplug.ir.free_dims import input_dim_names, override_free_dimensions
+from onnxplug.kernel import Kernel, KernelContext
+from onnxplug.options import SessionOptions
+from onnxplug.partitioner import Group, fused_subgraph, partition
+from onnxplug.plugins import get_catalog
+from onnxplug.profiling import Profile
+from onnxplug.provider import ExecutionProvider
+from onnxplug.provider_specs import ProviderSpec, create_providers
+
+
+@dataclass(frozen=True)
+class BoundPlan:
+    """A plan for inputs fed on devices and outputs left there (:meth:`Engine.plan_for`)."""
+
+    plan: Plan
+    inputs_on: Mapping[str, Device]
+
+    def produced_on_host(self, output: str) -> bool:
+        """Whether the run returns ``output`` as a host value (a host node computed it, or its copy
+        to the host stays)."""
+        return self.plan.outputs[output] == output
+
+
+class Engine:
+    """One model planned for one set of providers, and the runs of that plan."""
+
+    def __init__(self, source: ModelSource, options: SessionOptions, providers: Sequence[ProviderSpec] | None,
+                 provider_options: Sequence[Mapping[str, Any]] | None, profile: Profile) -> None:
+        self.options = options
+        self.profile = profile
+        self.model: Model = load_model(source, computes=default_provider_computes)
+        self.source = self.model.source
+        self._fix_free_dimensions()
+        providers, provider_options = ep_devices.session_providers(
+            options, providers, provider_options, self.model.metadata_props)
+        self.providers: list[ExecutionProvider] = create_providers(providers, provider_options, options)
+        graph = self.model.graph
+        level = int(options.graph_optimization_level)
+        if level > 0:
+            from onnxplug.optimizer import optimize_model
+
+            optimize_model(self.model, level, self.providers)
+        if options.optimized_model_filepath:
+            import onnx
+
+            onnx.save_model(self.model.to_proto(), options.optimized_model_filepath)
+        self.plan, self.groups = self._plan_graph(graph, ())
+        self.inputs: list[ValueInfo] = list(graph.inputs)
+        self.input_types: dict[str, ValueType | None] = {vi.name: vi.type for vi in graph.inputs}
+        self.output_types: dict[str, ValueType | None] = {vi.name: vi.type for vi in graph.outputs}
+        #: overridable initializers: inputs that also have a value, used when not fed
+        self.defaults: dict[str, Any] = {vi.name: graph.initializers[vi.name] for vi in graph.inputs
+                                         if vi.name in graph.initializers}
+        self._bound: dict[tuple, BoundPlan] = {}
+        self._bound_lock = threading.Lock()
+
+    # --- construction ---------------------------------------------------------------------------
+
+    def _fix_free_dimensions(self) -> None:
+        """Apply ``add_free_dimension_override_by_name``; a name no input has is an error."""
+        sizes = self.options.free_dimension_overrides
+        if not sizes:
+            return
+        known = input_dim_names(self.model.graph)
+        unknown = sorted(set(sizes) - known)
+        if unknown:
+            raise OptionValueError(
+                f"{self.source}: add_free_dimension_override_by_name names {', '.join(map(repr, unknown))}, "
+                f"which no input of the model has; its inputs' symbolic dimensions: "
+                f"{', '.join(sorted(known)) or 'none'}")
+        override_free_dimensions(self.model.graph, sizes)
+
+    def _plan_graph(self, graph: Graph, outer: Sequence[str]) -> tuple[Plan, list[Group]]:
+        groups = partition(graph, self.providers, fallback_disabled=self.options.fallback_disabled,
+                           source=self.source)
+        threads = int(self.options.intra_op_num_threads)
+        fed = {vi.name for vi in graph.inputs}
+        constants = {name: value for name, value in graph.initializers.items() if name not in fed}
+
+        def make_kernel(group: Group) -> Kernel:
+            context = KernelContext(group.provider, threads, self._compile_subgraph, constants)
+            if group.fused:
+                return group.provider.compile(fused_subgraph(group, graph), context)
+            return group.provider.create_kernel(group.nodes[0], context)
+
+        return build_plan(graph, groups, make_kernel, outer), groups
+
+    def _compile_subgraph(self, graph: Graph) -> SubgraphPlan:
+        plan, _ = self._plan_graph(graph, graph.outer_scope_reads())
+        return SubgraphPlan(plan, graph)
+
+    # --- operations ---------------------------------------------------------------------------------
+
+    @property
+    def output_names(self) -> list[str]:
+        """The model's outputs, in order."""
+        return list(self.output_types)
+
+    def check_outputs(self, output_names: Sequence[str] | None) -> list[str]:
+        """The outputs a run returns: ``output_names``, or all when None or empty."""
+        outputs = self.output_names
+        wanted = list(output_names) if output_names else outputs
+        for name in wanted:
+            if name not in outputs:
+                raise InvalidOutputError(f"model {self.source}: {name!r} is not an output "
+                                         f"(outputs: {', '.join(outputs)})")
+        return wanted
+
+    def check_feeds(self, input_feed: Mapping[str, Any]) -> dict[str, Any]:
+        """The host feeds of one run by input name (:func:`onnxplug.feeds.check_feeds`)."""
+        return check_feeds(self.source, self.input_types, self.defaults, input_feed)
+
+    def run(self, feeds: Mapping[str, Any], wanted: Sequence[str]) -> list[Any]:
+        """Run on checked host feeds; the ``wanted`` outputs share no memory with feeds or weights."""
+        result = self._run(self.plan, feeds)
+        return [own_memory(result[n]) for n in wanted]
+
+    def provider_for(self, device: Device) -> ExecutionProvider | None:
+        """This engine's (first) provider running on ``device``, or None."""
+        return next((p for p in self.providers if p.device == device), None)
+
+    @property
+    def devices(self) -> list[Device]:
+        """The devices of this engine's providers, in provider order, each once."""
+        return list(dict.fromkeys(p.device for p in self.providers))
+
+    def plan_for(self, bound_inputs: Mapping[str, Device], bound_outputs: Mapping[str, Device]) -> BoundPlan:
+        """The plan for inputs fed on devices and outputs left on them (``name -> device``; host
+        entries change nothing): copies the binding makes unnecessary are left out."""
+        inputs_on = {n: d for n, d in bound_inputs.items() if d != CPU}
+        outputs_on = {n: d for n, d in bound_outputs.items() if d != CPU}
+        key = (frozenset(inputs_on.items()), frozenset(outputs_on.items()))
+        with self._bound_lock:
+            bound = self._bound.get(key)
+            if bound is None:
+                plan = bind_plan(self.plan, inputs_on, outputs_on, self._transfer_provider)
+                bound = self._bound[key] = BoundPlan(plan, inputs_on)
+        return bound
+
+    def run_bound(self, bound: BoundPlan, host_feeds: Mapping[str, Any],
+                  device_feeds: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a :meth:`plan_for` plan on host feeds and device feeds (by input name, on the devices
+        the plan was made for); returns every output by name, device values as they are."""
+        feeds: dict[Any, Any] = dict(host_feeds)
+        for name, value in device_feeds.items():
+            feeds[located(name, bound.inputs_on[name])] = value
+        return self._run(bound.plan, feeds)
+
+    def _transfer_provider(self, device: Device) -> ExecutionProvider:
+        provider = self.provider_for(device)
+        if provider is None:
+            raise ValueError(f"no provider of this session runs on {device}")
+        return provider
+
+    def _run(self, plan: Plan, feeds: Mapping[Any, Any]) -> dict[str, Any]:
+        if not self.options.enable_profiling:
+            return run_plan(plan, feeds)
+        stats = RunStats()
+        result = run_plan(plan, feeds, None, stats)
+        self.profile.record(stats)
+        return result
+
+
+def own_memory(value: Any) -> Any:
+    """A result that shares no memory with a feed or a weight (Reshape and friends return views)."""
+    if isinstance(value, np.ndarray) and value.base is not None:
+        return value.copy()
+    if isinstance(value, list):
+        return [own_memory(v) for v in value]
+    return value
+
+
+def default_provider_computes(domain: str, op_type: str, version: int) -> bool:
+    """Whether the catalog's default provider has a kernel for the op (the loader keeps calls to
+    such functions of the project's domain as nodes)."""
+    registry = get_catalog().default_provider()().kernel_registry
+    return registry is not None and registry.resolve(domain, op_type, version) is not None
