@@ -17,7 +17,7 @@ from onnxplug.optimizer.functions import attach_functions
 from onnxplug.optimizer.manager import PassReport
 from onnxplug.options import SessionOptions
 from onnxplug.provider import ExecutionProvider
-from onnxplug.session import create_providers
+from onnxplug.provider_specs import create_providers
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
