@@ -6,8 +6,10 @@ zero points per direction or per direction and column. Each product quantizes it
 on the fly as DynamicQuantizeLinear does, as onnxruntime's CPU kernel does: all of X at once per
 direction, once per step the h of the rows that ran the step before; the integer product is
 exact (float64 BLAS) and scaled to float32. LSTM's attributes (activations, clip, input_forget,
-direction), peepholes, sequence_lens and initial states apply as in LSTM. Known difference: in a reverse direction where no sequence runs
-every step, onnxruntime quantizes over other ranges (results differ by quantization steps)."""
+direction), peepholes, sequence_lens and initial states apply as in LSTM. Known differences:
+onnxruntime with several threads quantizes h over each thread's rows (its results follow its
+thread count; one thread's are these); in a reverse direction where no sequence runs every step
+it quantizes over other ranges (results differ by quantization steps)."""
 
 import numpy as np
 
