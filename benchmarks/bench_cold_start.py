@@ -1,0 +1,80 @@
+"""Cold and warm start of a model on a provider: session creation and first runs in fresh processes.
+
+    onnxplug models resnet18 -o /tmp/r18.onnx
+    python benchmarks/bench_cold_start.py /tmp/r18.onnx --provider numba [--repeat 2]
+
+Each measurement is a new Python process. The cold one gets empty folders for numba's cache
+(``NUMBA_CACHE_DIR``, where static ``cache=True`` kernels go) and onnxplug's generated-kernel cache
+(``ONNXPLUG_NUMBA_CACHE_DIR``); the warm ones reuse the folders the cold one filled. Printed per
+process: import, session creation, first run, second run (wall seconds), the process's CPU seconds
+up to there (user + system, all threads: less dependent on a busy machine than wall time), and
+onnxruntime's session creation and first run in the same process for scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, sys, time
+c0 = time.process_time()
+t0 = time.perf_counter()
+import numpy as np
+import onnxplug
+t1 = time.perf_counter()
+so = onnxplug.SessionOptions(); so.intra_op_num_threads = 2
+sess = onnxplug.InferenceSession(sys.argv[1], so, providers=[sys.argv[2]])
+t2 = time.perf_counter()
+inp = sess.get_inputs()[0]
+shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+sess.run(None, {inp.name: x})
+t3 = time.perf_counter()
+sess.run(None, {inp.name: x})
+t4 = time.perf_counter()
+c4 = time.process_time()
+import onnxruntime
+o = onnxruntime.SessionOptions(); o.intra_op_num_threads = 2
+t5 = time.perf_counter()
+ref = onnxruntime.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
+t6 = time.perf_counter()
+ref.run(None, {inp.name: x})
+t7 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "session_s": t2 - t1, "first_run_s": t3 - t2, "second_run_s": t4 - t3, "cpu_s": c4 - c0,
+                  "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6}))
+"""
+
+
+def run_child(model: str, provider: str, env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, model, provider], env=env, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("--provider", default="numba")
+    parser.add_argument("--repeat", type=int, default=2, help="warm processes after the cold one")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as numba_cache, tempfile.TemporaryDirectory() as plug_cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=numba_cache, ONNXPLUG_NUMBA_CACHE_DIR=plug_cache)
+        rows = [("cold", run_child(args.model, args.provider, env))]
+        rows += [(f"warm {k + 1}", run_child(args.model, args.provider, env)) for k in range(args.repeat)]
+    print("| process | import s | session s | first run s | session + first run s | second run s "
+          "| CPU s to there | onnxruntime session + first run s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, r in rows:
+        print(f"| {label} | {r['import_s']:.2f} | {r['session_s']:.2f} | {r['first_run_s']:.2f} "
+              f"| {r['session_s'] + r['first_run_s']:.2f} | {r['second_run_s']:.3f} | {r['cpu_s']:.1f} "
+              f"| {r['ort_session_s'] + r['ort_first_run_s']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
