@@ -45,8 +45,8 @@ ref = onnxruntime.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvi
 t6 = time.perf_counter()
 ref.run(None, {inp.name: x})
 t7 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "session_s": t2 - t1, "first_run_s": t3 - t2, "second_run_s": t4 - t3, "cpu_s": c4 - c0,
-                  "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6}))
+print(json.dumps({"import_s": t1 - t0, "session_s": t2 - t1, "first_run_s": t3 - t2, "second_run_s": t4 - t3,
+                  "cpu_s": c4 - c0, "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6}))
 """
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
-
 from harness import PAUSE_S, geomean, interleaved, machine_description, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def measure_model(model, path: Path, provider: str, args: argparse.Namespace) ->
         ours = plug_runner(str(path), provider, args.threads)
         ort = ort_runner(str(path), args.threads)
     except Exception as e:  # noqa: BLE001 - recorded, the benchmark goes on
-        entry["error"] = f"session: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+        entry["error"] = f"session: {_error(e)}"
         return entry
     for shape_set in (0, 1):
         feeds = model_feeds(model, shape_set)
@@ -83,7 +83,7 @@ def measure_model(model, path: Path, provider: str, args: argparse.Namespace) ->
                 t = interleaved({"onnxruntime": ort, provider: ours}, feeds, blocks=args.blocks,
                                 block_runs=min(runs, args.max_block_runs), warmup=0)
         except Exception as e:  # noqa: BLE001
-            entry["error"] = f"shape set {shape_set}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+            entry["error"] = f"shape set {shape_set}: {_error(e)}"
             continue
         o, p = t["onnxruntime"].median_ms, t[provider].median_ms
         entry["cases"].append({"shape_set": shape_set, "onnxruntime_ms": round(o, 4), "onnxplug_ms": round(p, 4),
@@ -124,7 +124,8 @@ def summarize(models: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     return {"cases": len(cases), "models": len(per_model),
             "geomean": round(geomean([c["ratio"] for c in cases]), 3) if cases else None,
             "worst": worst, "worst_ratio": max(c["ratio"] for c in models[worst]["cases"]) if worst else None,
-            "small_cases": len(small), "small_geomean": round(geomean([c["ratio"] for c in small]), 3) if small else None,
+            "small_cases": len(small),
+            "small_geomean": round(geomean([c["ratio"] for c in small]), 3) if small else None,
             "failed": sorted(n for n, m in models.items() if m.get("error") and not m.get("cases"))}
 
 
@@ -234,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _error(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+
+
 def save(path: Path, data: dict[str, Any], provider: str) -> None:
     """Write ``provider``'s slot into the file as it is now (runs of other providers may have written it)."""
     current = json.loads(path.read_text()) if path.exists() else {"providers": {}}
@@ -241,7 +247,9 @@ def save(path: Path, data: dict[str, Any], provider: str) -> None:
     current["providers"][provider] = data["providers"][provider]
     data["providers"] = current["providers"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)  # atomic: runs of other providers read the file meanwhile
 
 
 def measure(args: argparse.Namespace, data: dict[str, Any]) -> None:

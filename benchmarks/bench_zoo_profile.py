@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from harness import markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +89,7 @@ def profile_model(model, path: Path, provider: str, runs: int) -> dict[str, Any]
             with open(sess.end_profiling(), encoding="utf-8") as f:
                 events = json.load(f)
         except Exception as e:  # noqa: BLE001 - recorded, the profile goes on
-            return {"family": model.family, "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+            return {"family": model.family, "error": _error(e)}
     # Per op type the median over the runs of each shape set (a busy machine preempts single runs), summed.
     per_run = [(k, op_times([e for e in events if a <= e.get("ts", -1) <= b])) for k, a, b in windows]
     ops = {op for _, t in per_run for op in t}
@@ -179,12 +178,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _error(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+
+
 def _save(path: Path, provider: str, slot: dict[str, Any]) -> None:
     """Write ``provider``'s slot into the file as it is now (other providers' runs may have written it)."""
     current = json.loads(path.read_text()) if path.exists() else {"providers": {}}
     current["providers"][provider] = slot
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)  # atomic: runs of other providers read the file meanwhile
 
 
 if __name__ == "__main__":

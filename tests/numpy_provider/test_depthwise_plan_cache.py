@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from onnxplug.providers.numpy.ops import _depthwise, _depthwise_plan
 from onnxplug.providers.numpy.ops._depthwise import depthwise_conv
+
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle
 
 RNG = np.random.default_rng(37)
