@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="replace the bench_zoo block of this Markdown file")
     parser.add_argument("--plot", type=Path, help="write the per-model plot here (PNG or SVG)")
     args = parser.parse_args(argv)
-    data: dict[str, Any] = json.loads(args.json.read_text()) if args.json.exists() else {"providers": {}}
+    data: dict[str, Any] = _load(args.json)
     if args.provider:
         measure(args, data)
         save(args.json, data, args.provider)
@@ -235,6 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _load(path: Path) -> dict[str, Any]:
+    for _ in range(20):  # another run may be writing it
+        try:
+            return json.loads(path.read_text()) if path.exists() else {"providers": {}}
+        except json.JSONDecodeError:
+            time.sleep(0.5)
+    return json.loads(path.read_text())
+
+
 def _error(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
@@ -242,7 +251,7 @@ def _error(e: BaseException) -> str:
 
 def save(path: Path, data: dict[str, Any], provider: str) -> None:
     """Write ``provider``'s slot into the file as it is now (runs of other providers may have written it)."""
-    current = json.loads(path.read_text()) if path.exists() else {"providers": {}}
+    current = _load(path)
     current["machine"] = data["machine"]
     current["providers"][provider] = data["providers"][provider]
     data["providers"] = current["providers"]
