@@ -27,14 +27,17 @@ t0 = time.perf_counter()
 import numpy as np
 import onnxplug
 t1 = time.perf_counter()
+c1 = time.process_time()
 so = onnxplug.SessionOptions(); so.intra_op_num_threads = 2
 sess = onnxplug.InferenceSession(sys.argv[1], so, providers=[sys.argv[2]])
 t2 = time.perf_counter()
+c2 = time.process_time()
 inp = sess.get_inputs()[0]
 shape = [d if isinstance(d, int) else 1 for d in inp.shape]
 x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
 sess.run(None, {inp.name: x})
 t3 = time.perf_counter()
+c3 = time.process_time()
 sess.run(None, {inp.name: x})
 t4 = time.perf_counter()
 c4 = time.process_time()
@@ -46,7 +49,8 @@ t6 = time.perf_counter()
 ref.run(None, {inp.name: x})
 t7 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "session_s": t2 - t1, "first_run_s": t3 - t2, "second_run_s": t4 - t3,
-                  "cpu_s": c4 - c0, "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6}))
+                  "cpu_s": c4 - c0, "cpu_session_s": c2 - c1, "cpu_first_run_s": c3 - c2,
+                  "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6}))
 """
 
 
@@ -67,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         rows = [("cold", run_child(args.model, args.provider, env))]
         rows += [(f"warm {k + 1}", run_child(args.model, args.provider, env)) for k in range(args.repeat)]
     print("| process | import s | session s | first run s | session + first run s | second run s "
-          "| CPU s to there | onnxruntime session + first run s |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| CPU s: session | CPU s: first run | CPU s: whole process to there | onnxruntime session + first run s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for label, r in rows:
         print(f"| {label} | {r['import_s']:.2f} | {r['session_s']:.2f} | {r['first_run_s']:.2f} "
-              f"| {r['session_s'] + r['first_run_s']:.2f} | {r['second_run_s']:.3f} | {r['cpu_s']:.1f} "
+              f"| {r['session_s'] + r['first_run_s']:.2f} | {r['second_run_s']:.3f} "
+              f"| {r['cpu_session_s']:.2f} | {r['cpu_first_run_s']:.2f} | {r['cpu_s']:.1f} "
               f"| {r['ort_session_s'] + r['ort_first_run_s']:.2f} |")
     return 0
 
