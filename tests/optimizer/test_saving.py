@@ -10,6 +10,7 @@ import onnx
 from onnx import helper
 
 import onnxplug as ort
+from onnxplug.engine import default_provider_computes
 from onnxplug.ir import load_model
 from tests.optimizer.util import F, assert_close, model, node, ort_run, rand
 
@@ -50,7 +51,7 @@ def test_reloaded_model_keeps_fused_nodes_and_saves_them_again(tmp_path):
     so.optimized_model_filepath = str(first)
     proto, feeds = _mlp(), {"x": rand(3, 4, 8, seed=8)}
     ort.InferenceSession(proto, so)
-    reloaded = load_model(str(first))
+    reloaded = load_model(str(first), computes=default_provider_computes)
     assert any(n.domain == "com.onnxplug" for n in reloaded.graph.nodes)
     assert {f.name for f in reloaded.functions} == {"BiasGelu", "SkipLayerNormalization"}
     so2 = ort.SessionOptions()
@@ -75,7 +76,7 @@ def _with_function(domain: str, name: str) -> onnx.ModelProto:
 
 def test_functions_without_a_kernel_are_inlined():
     for domain, name in (("custom.domain", "Negate"), ("com.onnxplug", "NoSuchFusedOp")):
-        m = load_model(_with_function(domain, name))
+        m = load_model(_with_function(domain, name), computes=default_provider_computes)
         assert [n.op_type for n in m.graph.nodes] == ["Neg"] and m.functions == []
         y = ort.InferenceSession(_with_function(domain, name)).run(None, {"x": np.array([1, -2, 3], np.float32)})
         np.testing.assert_array_equal(y[0], [-1, 2, -3])
