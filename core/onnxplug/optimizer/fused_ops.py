@@ -1,8 +1,6 @@
-"""The fused ops the optimizer creates, in the project's domain ``com.onnxplug`` (version 1).
-
-docs/fused-ops.md documents each schema; the names and attributes here are stable, since
-providers (numpy, numba, ...) register kernels for them.
-"""
+"""Helpers of the passes that create fused ops of ``com.onnxplug``: activation parameters, node
+construction, constant tests. The schemas themselves (domains, op types, activation defaults) are
+in :mod:`onnxplug.fused_schemas`, re-exported here."""
 
 from __future__ import annotations
 
@@ -10,39 +8,24 @@ from typing import Any
 
 import numpy as np
 
+from onnxplug.fused_schemas import (  # noqa: F401  (re-exported)
+    ACTIVATION_DEFAULTS,
+    BIAS_GELU,
+    FUSED_CONV,
+    FUSED_GEMM,
+    FUSED_MATMUL,
+    FUSED_OP_TYPES,
+    GELU,
+    INVERTED_BOTTLENECK,
+    LAYER_NORM,
+    MULTI_HEAD_ATTENTION,
+    NHWC_DOMAIN,
+    OWN_DOMAIN,
+    OWN_VERSION,
+    SKIP_LAYER_NORM,
+)
 from onnxplug.ir import Graph, Node
 from onnxplug.optimizer.rewrite import GraphIndex, make_attribute
-
-#: The project's domain and its one version.
-OWN_DOMAIN = "com.onnxplug"
-OWN_VERSION = 1
-#: Domain of ops rewritten to channels-last layout for a provider that asked (same op types).
-NHWC_DOMAIN = "com.onnxplug.nhwc"
-
-FUSED_CONV = "FusedConv"
-FUSED_GEMM = "FusedGemm"
-FUSED_MATMUL = "FusedMatMul"
-GELU = "Gelu"
-BIAS_GELU = "BiasGelu"
-LAYER_NORM = "LayerNormalization"
-SKIP_LAYER_NORM = "SkipLayerNormalization"
-MULTI_HEAD_ATTENTION = "MultiHeadAttention"
-#: Of ``com.onnxplug.nhwc`` only: an expansion, depthwise and projection chain (channels-last).
-INVERTED_BOTTLENECK = "InvertedBottleneck"
-
-#: Every op of ``com.onnxplug`` the built-in passes create.
-FUSED_OP_TYPES = (FUSED_CONV, FUSED_GEMM, FUSED_MATMUL, GELU, BIAS_GELU, LAYER_NORM,
-                  SKIP_LAYER_NORM, MULTI_HEAD_ATTENTION)
-
-#: Activations FusedConv / FusedGemm / FusedMatMul accept, with their parameter defaults.
-ACTIVATION_DEFAULTS: dict[str, tuple[float, ...]] = {
-    "Relu": (),
-    "Sigmoid": (),
-    "Tanh": (),
-    "LeakyRelu": (0.01,),
-    "HardSigmoid": (0.2, 0.5),
-    "Clip": (float("-inf"), float("inf")),
-}
 
 
 def activation_params(index: GraphIndex, node: Node) -> list[float] | None:

@@ -11,8 +11,8 @@ layers (ResNets) stay NCHW, where im2col serves their dense kernels best.
 
 from __future__ import annotations
 
+from onnxplug.fused_schemas import NHWC_DOMAIN, OWN_DOMAIN
 from onnxplug.ir import Graph, Node
-from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN
 from onnxplug.optimizer.passes.transpose_optimization import BINARY, UNARY
 from onnxplug.providers.numpy.ops._channels_last import DENSE_MAX_CHANNELS, FAST_DTYPES
 

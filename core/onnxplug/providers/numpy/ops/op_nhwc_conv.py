@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
+from onnxplug.fused_schemas import NHWC_DOMAIN
 from onnxplug.providers.numpy.ops._channels_last import (FAST_DTYPES, DenseWeights, DepthwiseWeights,
                                                          PointwiseWeights, conv_1x1_nhwc, conv_dense_nhwc,
                                                          depthwise_nhwc, to_first, to_last)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from onnxplug.optimizer.fused_ops import NHWC_DOMAIN
+from onnxplug.fused_schemas import NHWC_DOMAIN
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._nn_util import widen
 from onnxplug.providers.numpy.registry import op

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxplug.optimizer.fused_ops import INVERTED_BOTTLENECK, NHWC_DOMAIN
+from onnxplug.fused_schemas import INVERTED_BOTTLENECK, NHWC_DOMAIN
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._bottleneck import Activation, BottleneckWeights, inverted_bottleneck
 from onnxplug.providers.numpy.registry import op
