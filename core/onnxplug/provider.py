@@ -151,6 +151,13 @@ class ExecutionProvider:
         CPU for ``cpu`` and an NVIDIA GPU for ``cuda``. Called only when the provider is available."""
         return None
 
+    def preferred_layout(self, node: Node, graph: Graph) -> str | None:
+        """The layout this provider wants ``node`` of ``graph`` in: ``"NHWC"`` (channels-last) asks
+        the layout pass to rewrite it to domain ``com.onnxplug.nhwc`` between Transposes, for which
+        the provider must have a kernel; None (the default) keeps the standard layout. Asked for
+        convolutions and pools, on the graph as it stands before any rewrite."""
+        return None
+
     def get_capability(self, view: GraphView) -> list[Capability]:
         """Claim nodes of ``view.nodes``. The default claims each node its registry can compute."""
         claims = []

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug as ort
-from onnxplug.optimizer.passes import inverted_bottleneck_fusion
+from onnxplug.providers.numpy.passes import InvertedBottleneckFusion
 from onnxplug.providers.numpy.ops import _channels_last
 from onnxplug.testing.model_suite import build, sample_inputs
 from tests.numpy_provider.test_depthwise_conv import CASES
@@ -126,7 +126,7 @@ def test_separable_block_runs_channels_last_and_matches(tmp_path, monkeypatch, s
     """A MobileNet block: one channels-last region from the first 1x1 to the pool, one Transpose
     at each end. A padded 1x1 (no fast path) runs the NCHW kernel between transposes. (The three
     convolutions as separate kernels: test_inverted_bottleneck.py covers them fused.)"""
-    monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
+    monkeypatch.setattr(InvertedBottleneckFusion, "rewrite", lambda self, index, context: {})
     fast_calls = []
     real = _channels_last.conv_1x1_nhwc
     monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
@@ -165,7 +165,7 @@ def test_pointwise_bias_in_the_product_matches(tmp_path, monkeypatch, poisoned_s
 def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, parallel_for_calls, images):
     """Large enough work (here: a wide layer, batch 3) runs images or row blocks on both product
     threads; values still match. (Separate kernels, not the fused block.)"""
-    monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
+    monkeypatch.setattr(InvertedBottleneckFusion, "rewrite", lambda self, index, context: {})
     splits = parallel_for_calls(_channels_last)
     proto = _separable((images, 32, 56, 56), 6, 1, {}, False)
     ours, expected, counts = _run_both(proto, {"x": f32(images, 32, 56, 56)}, tmp_path)

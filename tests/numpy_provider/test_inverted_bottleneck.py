@@ -1,5 +1,5 @@
 """MobileNetV2's inverted residual block fused into com.onnxplug.nhwc InvertedBottleneck
-(optimizer/passes/inverted_bottleneck_fusion.py, ops/_bottleneck.py): which chains fuse, and the
+(providers/numpy/passes/inverted_bottleneck_fusion.py, ops/_bottleneck.py): which chains fuse, and the
 fused kernel (in bands of output rows, or as its three kernels on small outputs) against
 onnxruntime on the original NCHW model, including the saved optimized model's function body."""
 
@@ -173,9 +173,9 @@ def test_other_chains_stay_three_convolutions(tmp_path, change):
 
 
 def test_the_fusion_switch_leaves_the_chain_alone(tmp_path, monkeypatch):
-    from onnxplug.optimizer.passes import inverted_bottleneck_fusion
+    from onnxplug.providers.numpy.passes import InvertedBottleneckFusion
 
-    monkeypatch.setattr(inverted_bottleneck_fusion, "ENABLED", False)
+    monkeypatch.setattr(InvertedBottleneckFusion, "rewrite", lambda self, index, context: {})
     counts = _run(_block((1, 4, 20, 20), 4, 4, 1), f32(1, 4, 20, 20), tmp_path)
     assert counts["com.onnxplug.nhwc:InvertedBottleneck"] == 0, counts
 

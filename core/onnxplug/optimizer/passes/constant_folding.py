@@ -1,5 +1,5 @@
-"""Constant folding: a node whose inputs are all constants is computed once, here, with the numpy
-provider's kernels, and its outputs become initializers. Constant nodes become initializers too.
+"""Constant folding: a node whose inputs are all constants is computed once, here, with the kernels
+of the catalog's default provider, and its outputs become initializers. Constant nodes become initializers too.
 
 Not folded: nodes with subgraphs, random ops, nodes producing a graph output (the output would
 turn into an initializer), results that are not tensors, and results that would grow the model
@@ -36,9 +36,9 @@ class ConstantFolding(GraphRewritePass):
     order = 0
 
     def __init__(self) -> None:
-        from onnxplug.providers.numpy import NumpyProvider
+        from onnxplug.plugins import get_catalog
 
-        self._provider = NumpyProvider()
+        self._provider = get_catalog().default_provider()()
 
     def rewrite(self, index: GraphIndex, context: RewriteContext) -> dict[str, int]:
         counts = {"folded": 0, "constants": 0}

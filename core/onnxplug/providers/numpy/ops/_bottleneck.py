@@ -1,5 +1,5 @@
 """MobileNetV2's inverted residual block, channels-last, in bands of output rows
-(com.onnxplug.nhwc InvertedBottleneck; optimizer/passes/inverted_bottleneck_fusion.py).
+(com.onnxplug.nhwc InvertedBottleneck; providers/numpy/passes/inverted_bottleneck_fusion.py).
 
 The block widens its input six times with a 1x1 convolution, filters the wide tensor with a 3x3
 depthwise one and narrows it again with a 1x1 projection. Run as three kernels, the wide tensor

@@ -10,15 +10,13 @@ Runs after the layout passes, on the NHWC convolutions they leave next to each o
 
 from __future__ import annotations
 
+from onnxplug.fused_schemas import ACTIVATION_DEFAULTS, INVERTED_BOTTLENECK, NHWC_DOMAIN
 from onnxplug.ir import Node
-from onnxplug.optimizer.fused_ops import ACTIVATION_DEFAULTS, INVERTED_BOTTLENECK, NHWC_DOMAIN, fused_node
+from onnxplug.optimizer.fused_ops import fused_node
 from onnxplug.optimizer.pass_base import GraphRewritePass, RewriteContext
 from onnxplug.optimizer.passes.dead_node_elimination import DeadNodeElimination
 from onnxplug.optimizer.rewrite import GraphIndex
 from onnxplug.options import GraphOptimizationLevel
-
-#: False leaves the chains as three convolutions (a switch for A/B measurements and tests).
-ENABLED = True
 
 _CONVS = ("Conv", "FusedConv")
 _FLOATS = ("float32", "float64")
@@ -76,8 +74,6 @@ class InvertedBottleneckFusion(GraphRewritePass):
     order = 30  # after TransposeOptimization has joined the NHWC convolutions
 
     def rewrite(self, index: GraphIndex, context: RewriteContext) -> dict[str, int]:
-        if not ENABLED:
-            return {}
         # the Transposes TransposeOptimization cancelled are still there, reading the convolutions'
         # outputs: sweep them first (the manager's final sweep would)
         counts = DeadNodeElimination().rewrite(index, context)
@@ -125,5 +121,3 @@ def fuse(index: GraphIndex, context: RewriteContext, expand: Node, depthwise: No
     index.remove(*removed)
     return True
 
-
-PASSES = [InvertedBottleneckFusion]

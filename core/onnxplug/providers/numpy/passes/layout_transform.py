@@ -1,8 +1,7 @@
 """Layout transformation: a provider may ask for channels-last (NHWC) ops.
 
-A provider opts in with a method ``preferred_layout(node, graph) -> "NHWC" | None`` (read with
-getattr, so it is no part of the core interface; a one-argument ``preferred_layout(node)`` is
-accepted too) and kernels for the op in domain ``com.onnxplug.nhwc`` (same op type and
+A provider opts in with :meth:`~onnxplug.provider.ExecutionProvider.preferred_layout` (a
+one-argument ``preferred_layout(node)`` override is accepted too) and kernels for the op in domain ``com.onnxplug.nhwc`` (same op type and
 attributes; the first input, FusedConv's residual Z and the output are channels-last, weights
 unchanged). Every node is asked on the graph as it stands before any rewrite, so a provider can
 choose whole regions. For each node it wants channels-last this pass inserts a Transpose to NHWC
@@ -14,13 +13,15 @@ from __future__ import annotations
 
 import inspect
 
+from onnxplug.fused_schemas import NHWC_DOMAIN, OWN_DOMAIN
 from onnxplug.ir import Graph, Node
 from onnxplug.logs import get_logger
 from onnxplug.optimizer.functions import channels_first_perm, channels_last_perm
-from onnxplug.optimizer.fused_ops import NHWC_DOMAIN, OWN_DOMAIN, ensure_domain, fused_node
+from onnxplug.optimizer.fused_ops import ensure_domain, fused_node
 from onnxplug.optimizer.pass_base import GraphRewritePass, RewriteContext
 from onnxplug.optimizer.rewrite import GraphIndex, make_attribute
 from onnxplug.options import GraphOptimizationLevel
+from onnxplug.provider import ExecutionProvider
 
 logger = get_logger("onnxplug.optimizer")
 
@@ -46,15 +47,13 @@ def _takes_graph(ask: object) -> bool:
     return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
-def preferred_layout(provider: object, node: Node, graph: Graph | None = None) -> str | None:
+def preferred_layout(provider: ExecutionProvider, node: Node, graph: Graph | None = None) -> str | None:
     """What layout ``provider`` asks for ``node`` of ``graph`` (None: the standard one)."""
-    ask = getattr(provider, "preferred_layout", None)
-    if not callable(ask):
-        return None
+    ask = provider.preferred_layout
     try:
-        return ask(node, graph) if _takes_graph(ask) else ask(node)
+        return ask(node, graph) if _takes_graph(ask) else ask(node)  # type: ignore[call-arg]
     except Exception as e:  # a provider's wish must not break optimization
-        logger.debug("preferred_layout of %s failed on %s: %s", getattr(provider, "name", "?"), node.describe(), e)
+        logger.debug("preferred_layout of %s failed on %s: %s", provider.name, node.describe(), e)
         return None
 
 
@@ -117,5 +116,3 @@ class LayoutTransform(GraphRewritePass):
             changed += 1
         return {"nhwc": changed}
 
-
-PASSES = [LayoutTransform]
