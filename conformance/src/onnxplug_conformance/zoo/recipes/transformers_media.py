@@ -102,9 +102,6 @@ def _model(name: str, recipe: str, model_class: str, config_class: str, config: 
                     seed=seed)
 
 
-_AXIS_NAMES = ("batch", "sequence", "height", "width")
-
-
 def _axes(spec: InputSpec) -> dict[int, str]:
     """The axes whose size differs between the two shape sets, plus the batch axis."""
     first, second = spec.shapes
@@ -188,7 +185,8 @@ MODELS: list[ZooModel] = [
            "WhisperForConditionalGeneration", "WhisperConfig", WHISPER,
            [InputSpec("input_ids", "int64", ((1, 4), (2, 7)), "integers", {"high": VOCAB}),
             InputSpec("encoder_hidden_states", "float32", ((1, 50, 64), (2, 30, 64)), "normal")],
-           {"logits": _TOKENS}, wrap=_whisper_decoder_adapter),
+           {"logits": _TOKENS}, wrap=_whisper_decoder_adapter,
+           notes="dynamic batch, number of tokens (4 and 7) and encoder length (50 and 30)"),
     _model("wav2vec2", "Wav2Vec2Model from Wav2Vec2Config(hidden=64, layers=2, heads=2, conv_dim=32 x 7), raw audio",
            "Wav2Vec2Model", "Wav2Vec2Config", WAV2VEC2,
            [InputSpec("input_values", "float32", ((1, 1600), (2, 3200)), "uniform", AUDIO)],
