@@ -25,6 +25,7 @@ from onnxplug.logs import set_default_logger_severity, set_default_logger_verbos
 from onnxplug.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from onnxplug.ort_functions import (
     ExecutionOrder,
+    get_build_info,
     has_collective_ops,
     preload_dlls,
     print_debug_info,
@@ -33,24 +34,12 @@ from onnxplug.ort_functions import (
 from onnxplug.ort_value import OrtValue
 from onnxplug.seeding import set_seed
 from onnxplug.session import InferenceSession, ModelMetadata, NodeArg, NodeAssignment
-
-__version__ = "0.1.0"
+from onnxplug.version import __version__
 
 
 def get_version_string() -> str:
     """onnxplug's version, as onnxruntime's ``get_version_string()`` gives its own."""
     return __version__
-
-
-def get_build_info() -> str:
-    """What this runtime is built on: onnxplug's version, Python's, numpy's and onnx's."""
-    import platform
-
-    import numpy
-    import onnx
-
-    return (f"onnxplug {__version__}, Python {platform.python_version()}, numpy {numpy.__version__}, "
-            f"onnx {onnx.__version__}")
 
 
 def disable_telemetry_events() -> None:
@@ -70,11 +59,9 @@ def get_all_providers() -> list[str]:
 
 def get_available_providers() -> list[str]:
     """The installed providers that can run on this machine, the default provider last."""
-    from onnxplug.plugins import DEFAULT_PROVIDER, get_catalog
+    from onnxplug.plugins import available_providers
 
-    catalog = get_catalog()
-    names = [n for n, cls in sorted(catalog.providers.items()) if cls.availability()]
-    return sorted(names, key=lambda n: n == DEFAULT_PROVIDER)
+    return available_providers()
 
 
 def get_device() -> str:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from onnxplug import logs
 from onnxplug.device import HardwareDevice, host_cpu
 from onnxplug.errors import NotRecordedError, OptionValueError
-from onnxplug.options import _refuse_call
+from onnxplug.errors import refuse_call as _refuse_call
 
 if TYPE_CHECKING:
     from onnxplug.options import SessionOptions
@@ -184,12 +184,11 @@ def forget_providers_of(module_name: str) -> None:
 
 def get_ep_devices() -> list[OrtEpDevice]:
     """One :class:`OrtEpDevice` per device of each available provider, the default provider last."""
-    from onnxplug import get_available_providers
-    from onnxplug.plugins import get_catalog
+    from onnxplug.plugins import available_providers, get_catalog
 
     catalog = get_catalog()
     found = []
-    for name in get_available_providers():
+    for name in available_providers():
         cls = catalog.get(name)
         record = next((p for p in catalog.plugins if p.name == catalog.owner.get(cls.name)), None)
         vendor = record.distribution if record is not None else catalog.owner.get(cls.name, "")

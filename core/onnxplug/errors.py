@@ -10,6 +10,8 @@ for onnxruntime's exceptions catch onnxplug's.
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from onnxplug import ort_status as _s
 
 
@@ -151,3 +153,8 @@ class OrtValueError(OnnxplugError, ValueError, _s.InvalidArgument):
 
 class KernelError(OnnxplugError, RuntimeError, _s.Fail, _s.RuntimeException):
     """A kernel failed while computing a node; the message names the node and provider."""
+
+
+def refuse_call(method: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """What an onnxruntime method this runtime does not implement does when called."""
+    raise UnsupportedOptionError(f"{method}() is not implemented by onnxplug")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-from typing import Any, NoReturn
+from typing import Any
 
-from onnxplug.errors import OptionValueError, UnsupportedOptionError
+from onnxplug.errors import OptionValueError
+from onnxplug.errors import refuse_call as _refuse_call
 from onnxplug.option_rules import RUN_CONFIG, RUN_OPTIONS, SESSION_CONFIG, SESSION_OPTIONS, check
 from onnxplug.ort_functions import ExecutionOrder
 
@@ -45,11 +46,6 @@ SUPPORTED_CONFIG_KEYS = {
 # attributes that take an integer from 0 up (the enums included), checked as onnxruntime's typed
 # setters check them
 _COUNTS = ("inter_op_num_threads", "execution_mode", "execution_order")
-
-
-def _refuse_call(method: str, *args: Any, **kwargs: Any) -> NoReturn:
-    """What an onnxruntime method this runtime does not implement does when called."""
-    raise UnsupportedOptionError(f"{method}() is not implemented by onnxplug")
 
 
 class _Strict:

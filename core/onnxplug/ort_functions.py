@@ -16,6 +16,7 @@ from typing import Any
 
 from onnxplug import logs
 from onnxplug.errors import OptionValueError
+from onnxplug.version import __version__
 
 
 class ExecutionOrder(enum.IntEnum):
@@ -46,6 +47,15 @@ def set_global_thread_pool_sizes(intra_op_num_threads: int = 0, inter_op_num_thr
         "(SessionOptions.intra_op_num_threads)", intra_op_num_threads, inter_op_num_threads)
 
 
+def get_build_info() -> str:
+    """What this runtime is built on: onnxplug's version, Python's, numpy's and onnx's."""
+    import numpy
+    import onnx
+
+    return (f"onnxplug {__version__}, Python {platform.python_version()}, numpy {numpy.__version__}, "
+            f"onnx {onnx.__version__}")
+
+
 def preload_dlls(cuda: bool = True, cudnn: bool = True, msvc: bool = True, directory: Any = None) -> None:
     """Accepted and logged: onnxplug loads no CUDA, cuDNN or MSVC libraries itself (the ``cupy``
     provider loads CUDA through CuPy)."""
@@ -54,7 +64,6 @@ def preload_dlls(cuda: bool = True, cudnn: bool = True, msvc: bool = True, direc
 
 def print_debug_info() -> None:
     """Print the runtime's version, the platform and each installed provider with its availability."""
-    from onnxplug import get_build_info
     from onnxplug.plugins import get_catalog
 
     print(get_build_info())

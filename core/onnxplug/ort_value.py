@@ -29,7 +29,7 @@ import numpy as np
 from onnxplug.device import CPU, DataTransfer, Device
 from onnxplug.errors import OrtValueError, UnsupportedOptionError
 from onnxplug.ir.types import ValueType, elem_type_name, elem_type_of, numpy_dtype
-from onnxplug.options import _refuse_call
+from onnxplug.errors import refuse_call as _refuse_call
 
 if TYPE_CHECKING:
     from onnxplug.provider import ExecutionProvider

@@ -134,6 +134,13 @@ def get_catalog() -> ProviderCatalog:
         return _catalog
 
 
+def available_providers() -> list[str]:
+    """The installed providers that can run on this machine, by name, the default provider last."""
+    catalog = get_catalog()
+    names = [n for n, cls in sorted(catalog.providers.items()) if cls.availability()]
+    return sorted(names, key=lambda n: n == DEFAULT_PROVIDER)
+
+
 def reset_catalog() -> None:
     """Forget discovered plugins, so the next use discovers them again (tests, environment changes)."""
     global _catalog

@@ -16,8 +16,9 @@ from onnxplug import ep_devices, host_memory, logs
 from onnxplug.device import CPU
 from onnxplug.engine import Engine
 from onnxplug.errors import InputTypeError, InvalidInputError, OrtValueError, UnsupportedOptionError
+from onnxplug.errors import refuse_call as _refuse_call
 from onnxplug.ir import ModelSource, ValueInfo
-from onnxplug.options import RunOptions, SessionOptions, _refuse_call
+from onnxplug.options import RunOptions, SessionOptions
 from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.profiling import Profile
 from onnxplug.provider_specs import ProviderSpec, options_report
