@@ -1,12 +1,13 @@
 """Layout transformation: a provider may ask for channels-last (NHWC) ops.
 
 A provider opts in with :meth:`~onnxplug.provider.ExecutionProvider.preferred_layout` (a
-one-argument ``preferred_layout(node)`` override is accepted too) and kernels for the op in domain ``com.onnxplug.nhwc`` (same op type and
-attributes; the first input, FusedConv's residual Z and the output are channels-last, weights
-unchanged). Every node is asked on the graph as it stands before any rewrite, so a provider can
-choose whole regions. For each node it wants channels-last this pass inserts a Transpose to NHWC
-before it (and before Z) and one back after it; :mod:`transpose_optimization` then cancels the
-pairs between neighbouring NHWC nodes, so transposes remain only at the boundaries of NHWC regions.
+one-argument ``preferred_layout(node)`` override is accepted too) and kernels for the op in
+domain ``com.onnxplug.nhwc`` (same op type and attributes; the first input, FusedConv's residual
+Z and the output are channels-last, weights unchanged). Every node is asked on the graph as it
+stands before any rewrite, so a provider can choose whole regions. For each node it wants
+channels-last this pass inserts a Transpose to NHWC before it (and before Z) and one back after
+it; :mod:`transpose_optimization` then cancels the pairs between neighbouring NHWC nodes, so
+transposes remain only at the boundaries of NHWC regions.
 """
 
 from __future__ import annotations
