@@ -84,3 +84,14 @@ def test_terminal_table() -> None:
     assert lines[4].split()[:2] == ["c", "mismatch"] and lines[4].endswith("output 'y': off")
     assert lines[-1] == "1 of 3 zoo models match"
     assert table_lines([]) == []
+
+
+def test_a_long_only_list_is_shown_as_its_count(fake_zoo: Path) -> None:
+    build_all(all_models(), isolate=False)
+    names = ["fake_mlp", "fake_tokens", "fake_strings", "fake_quantized"]
+    found = [run_zoo_model(get_model(n), fake_zoo / "models" / f"{n}.onnx", "numpy").to_json() for n in names]
+    results.save(fake_zoo, "numpy", "9.9", VERSIONS, "onnxplug conformance numpy --zoo --only " + ",".join(names), found)
+    text = markdown(ordered_entries(fake_zoo), results.load_all(fake_zoo))
+    assert "`onnxplug conformance numpy --zoo --only <4 models>`" in text
+    saved = results.load_all(fake_zoo)["numpy"]["command"]
+    assert saved.endswith("--only fake_mlp,fake_tokens,fake_strings,fake_quantized")  # kept whole in the results

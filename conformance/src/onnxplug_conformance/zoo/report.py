@@ -10,6 +10,7 @@ The page is a function of those files only: no clock, no machine name.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -30,6 +31,12 @@ def _escape(text: str, limit: int = _CELL_LIMIT) -> str:
     if len(text) > limit:
         text = text[:limit - 1] + "…"
     return text.replace("|", "\\|")
+
+
+def short_command(command: str) -> str:
+    """A saved command with a long ``--only`` list shown as its count."""
+    return re.sub(r"--only (\S+)", lambda m: f"--only {m.group(1)}" if m.group(1).count(",") < 3
+                  else f"--only <{m.group(1).count(',') + 1} models>", command)
 
 
 def claimed_text(claimed: float | None) -> str:
@@ -75,7 +82,7 @@ def markdown(entries: Mapping[str, Mapping[str, Any]], saved: Mapping[str, Mappi
         for name in providers:
             doc = saved[name]
             versions = ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items())
-            out.append(f"| `{name}` | {doc.get('provider_version', '')} | `{_escape(doc.get('command', ''), 300)}` "
+            out.append(f"| `{name}` | {doc.get('provider_version', '')} | `{_escape(short_command(doc.get('command', '')), 300)}` "
                        f"| {_escape(versions, 400)} |")
         out.append("")
     out += ["A cell is `match` or what went wrong, with the share of the model's nodes the provider ran itself.", ""]
