@@ -16,7 +16,8 @@ IMAGE_SEEDS = 10  # 100 images per seed: each 50-image batch drives the If one w
 ROWS = 10_000
 FEATURES = [f"f{i}" for i in range(tabular.FEATURES)]
 # the rows of the fault jobs: a model slow enough that a worker is killed while batches remain
-FAULT_ROWS = 120
+FAULT_ROWS = 60
+FAULT_BATCH = 5
 
 
 def options() -> ort.SessionOptions:
@@ -38,15 +39,20 @@ def tabular_model() -> bytes:
     return tabular.build().SerializeToString()
 
 
-def fault_model() -> bytes:
-    return model_suite.build("transformer_encoder").SerializeToString()
+def fault_model(directory) -> str:
+    """The fault jobs' model as a file: workers read the path (as on a shared file system) rather
+    than receive its 12 MB with every task."""
+    path = directory / "transformer_encoder.onnx"
+    if not path.exists():
+        path.write_bytes(model_suite.build("transformer_encoder").SerializeToString())
+    return str(path)
 
 
 def fault_inputs() -> dict[str, np.ndarray]:
     return model_suite.sample_inputs("transformer_encoder", FAULT_ROWS, seed=3)
 
 
-def run_reference(model: bytes, feeds: dict[str, np.ndarray], batch: int,
+def run_reference(model: bytes | str, feeds: dict[str, np.ndarray], batch: int,
                   providers: list | None = None) -> list[np.ndarray]:
     """Every output of ``model`` on ``feeds``, ``batch`` rows per run, concatenated."""
     sess = ort.InferenceSession(model, options(), providers=providers)

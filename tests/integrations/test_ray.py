@@ -77,13 +77,13 @@ def test_threads_default_to_the_actors_cpu_share():
     assert onnx_ray.cpu_share() is None or onnx_ray.cpu_share() >= 1
 
 
-def test_actor_killed_mid_job_every_row_once():
+def test_actor_killed_mid_job_every_row_once(tmp_path):
     feeds = ref.fault_inputs()
-    model = ref.fault_model()
+    model = ref.fault_model(tmp_path)
     rows = [{"id": i, "input": feeds["input"][i], "attention_mask": feeds["attention_mask"][i]}
             for i in range(ref.FAULT_ROWS)]
-    ds = ray.data.from_items(rows, override_num_blocks=ref.FAULT_ROWS // 10)
-    scored = onnx_ray.score(ds, model, session_options=ref.options(), concurrency=2, batch_size=10)
+    ds = ray.data.from_items(rows, override_num_blocks=ref.FAULT_ROWS // ref.FAULT_BATCH)
+    scored = onnx_ray.score(ds, model, session_options=ref.options(), concurrency=2, batch_size=ref.FAULT_BATCH)
     batches, killed = [], None
     for batch in scored.iter_batches(batch_size=None, batch_format="numpy"):
         batches.append(batch)
@@ -94,7 +94,10 @@ def test_actor_killed_mid_job_every_row_once():
     assert killed_after < ref.FAULT_ROWS  # rows were left when the actor died
     ids = np.concatenate([b["id"] for b in batches])
     np.testing.assert_array_equal(ids, np.arange(ref.FAULT_ROWS))  # every row once, in order
-    (expected,) = ref.run_reference(model, feeds, batch=10)
+    (expected,) = ref.run_reference(model, feeds, batch=ref.FAULT_BATCH)
     np.testing.assert_array_equal(np.concatenate([b["output"] for b in batches]), expected)
-    workers = {w.worker for w in onnx_ray.report(batches)}
-    assert len(workers) >= 3  # the pool's two actors, then the one Ray started in place of the killed one
+    # Ray restarted the killed actor (the GCS actor table; ray.util.state needs the dashboard)
+    from ray._private.state import actors
+
+    pool = [a for a in actors().values() if "OnnxScorer" in a["ActorClassName"]]
+    assert any(a["NumRestarts"] >= 1 for a in pool)
