@@ -271,7 +271,10 @@ def measure(args: argparse.Namespace, data: dict[str, Any]) -> None:
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     data["machine"] = f"{machine_description()}; onnxruntime {_version('onnxruntime')}, numba {_version('numba')}"
     slot = data["providers"].setdefault(args.provider, {"models": {}})
-    slot["command"] = "`python benchmarks/bench_zoo.py " + " ".join(sys.argv[1:]) + "`"
+    command = "`python benchmarks/bench_zoo.py " + " ".join(sys.argv[1:]) + "`"
+    partial = args.only or args.family or args.skip
+    # a run over part of the zoo adds to the models measured before
+    slot["command"] = f"{slot['command']}, then {command}" if partial and slot.get("command") else command
     slot["fixed_cost"] = fixed_cost(args.provider, args.threads)
     print(f"fixed cost: {slot['fixed_cost']}", file=sys.stderr, flush=True)
     for model in select(args.only):
