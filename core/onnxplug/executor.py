@@ -263,7 +263,8 @@ def run_plan(plan: Plan, feeds: Mapping[Any, Any], scope: Mapping[str, Any] | No
     # a top-level run: ONNX wants inf/NaN at domain edges, not numpy warnings (nested runs inherit it)
     with np.errstate(all="ignore") if scope is None else contextlib.nullcontext():
         if stats is None:
-            stats = _current_stats.get()
+            if scope is not None:  # a body's run reports to the profiled run it is part of, if any
+                stats = _current_stats.get()
             return dict(zip(plan.outputs, run_compiled(plan, feeds, scope, stats)))
         token = _current_stats.set(stats)
         try:
