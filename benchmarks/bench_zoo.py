@@ -185,6 +185,8 @@ def plot_ratios(data: Mapping[str, Any], path: Path) -> None:
         ax.scatter(xs, ys, s=12, label=p)
     ax.set_xscale("log")
     ax.axvline(1.0, color="grey", lw=0.8)
+    for x, style in ((1.5, "--"), (3.0, ":")):  # issue 37's numba geomean and per-model bounds
+        ax.axvline(x, color="grey", lw=0.8, ls=style)
     ax.set_yticks(range(len(names)), names, fontsize=6)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("onnxplug / onnxruntime median latency (2 threads each; geomean of two shape sets)")
