@@ -142,6 +142,17 @@ def render(data: Mapping[str, Any], plot: str | None = None) -> str:
                      ", ".join(s["failed"]) or "none"])
     out.append(markdown_table(["provider", "models", "cases", "geomean ratio", "worst model (its worst case)",
                                "small cases (onnxruntime < 1 ms)", "not run (error)"], rows))
+    families = sorted({m["family"] for p in providers for m in data["providers"][p]["models"].values()})
+    by_family = []
+    for fam in families:
+        row = [fam]
+        for p in providers:
+            rs = [c["ratio"] for m in data["providers"][p]["models"].values() if m["family"] == fam
+                  for c in m.get("cases", [])]
+            row.append(f"{geomean(rs):.2f} ({len(rs) // 2})" if rs else "-")
+        by_family.append(row)
+    out += ["", "Geomean ratio by family (models measured):", "",
+            markdown_table(["family"] + [f"`{p}`" for p in providers], by_family)]
     fixed = [[f"`{p}`", op, f"{f['onnxruntime_us']:.1f}", f"{f['onnxplug_us']:.1f}", f"{f['ratio']:.1f}"]
              for p in providers for op, f in data["providers"][p].get("fixed_cost", {}).items()]
     if fixed:
