@@ -239,6 +239,10 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         raise ValueError(f"Conv: input has {c} channels but weight expects {w.shape[1]} x group {group}")
     if m % group:
         raise ValueError(f"Conv: {m} output channels are not divisible by group {group}")
+    if n == 0:  # an empty batch: the paths below share the work out by image
+        out_sp = [(size + lo + hi - d * (k - 1) - 1) // s + 1
+                  for size, lo, hi, d, k, s in zip(x.shape[2:], begin, end, dilations, kernel, strides)]
+        return np.zeros((n, m, *(max(o, 0) for o in out_sp)), x.dtype)
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
     if winograd_fits(x, w, b, strides, dilations, begin, end, group):

@@ -23,15 +23,15 @@ def scatter_rows(data: np.ndarray, n_rows: int, rows: np.ndarray, updates: np.nd
                  reduction: str) -> np.ndarray:
     """A copy of ``data`` (seen as ``n_rows`` rows) with ``updates[j]`` written or folded into row ``rows[j]``."""
     out = data.copy()
+    ufunc = _REDUCTIONS.get(reduction)
+    if ufunc is None and reduction != "none":
+        raise ValueError(f"unsupported reduction {reduction!r} (expected none, add, mul, max or min)")
+    if rows.size == 0:  # nothing to write (and a -1 reshape of an empty array is ambiguous)
+        return out
     flat = out.reshape(n_rows, -1)
     updates = updates.reshape(rows.size, -1)
-    if reduction == "none":
-        flat[rows] = updates
-        return out
-    ufunc = _REDUCTIONS.get(reduction)
     if ufunc is None:
-        raise ValueError(f"unsupported reduction {reduction!r} (expected none, add, mul, max or min)")
-    if rows.size == 0:
+        flat[rows] = updates
         return out
     order = np.argsort(rows, kind="stable")
     sorted_rows = rows[order]
