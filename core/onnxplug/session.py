@@ -10,21 +10,19 @@ from __future__ import annotations
 import functools
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from onnxplug import ep_devices, host_memory, logs
 from onnxplug.device import CPU
 from onnxplug.engine import Engine
 from onnxplug.errors import InputTypeError, InvalidInputError, OrtValueError, UnsupportedOptionError
 from onnxplug.errors import refuse_call as _refuse_call
+from onnxplug.io_binding import IOBinding, run_with_iobinding
 from onnxplug.ir import ModelSource, ValueInfo
 from onnxplug.options import RunOptions, SessionOptions
 from onnxplug.ort_value import OrtValue, parse_device
 from onnxplug.profiling import Profile
 from onnxplug.provider_specs import ProviderSpec, options_report
-
-if TYPE_CHECKING:
-    from onnxplug.io_binding import IOBinding
 
 # onnxruntime's InferenceSession methods this runtime does not implement: calling one raises
 # UnsupportedOptionError naming it (rather than AttributeError, or a silent no-op)
@@ -183,14 +181,10 @@ class InferenceSession:
 
     def io_binding(self) -> IOBinding:
         """An IOBinding to feed device values and keep outputs on their device."""
-        from onnxplug.io_binding import IOBinding
-
         return IOBinding(self)
 
     def run_with_iobinding(self, iobinding: IOBinding, run_options: RunOptions | None = None) -> None:
         """Run with the inputs and output devices of ``iobinding``; read results from it."""
-        from onnxplug.io_binding import run_with_iobinding
-
         run_with_iobinding(self, iobinding, run_options)
 
     def get_inputs(self) -> list[NodeArg]:
