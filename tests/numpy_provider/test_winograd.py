@@ -2,7 +2,8 @@
 
 Each case checks with spies that the Winograd path ran and how its work was cut (bands of one
 image, runs of images, or one unit with its 36 products shared), with every thread's scratch
-poisoned with NaN. The thresholds are lowered so that small shapes take the paths large ones do.
+poisoned with NaN. The thresholds are lowered so that small shapes take the paths large ones do. The path is
+switched on for these tests (it is off by default).
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ F = TensorProto.FLOAT
 
 def f32(*shape: int) -> np.ndarray:
     return np.asarray(RNG.standard_normal(shape), dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def winograd_on(monkeypatch):
+    """The path is off by default (less accurate than onnxruntime's direct convolution)."""
+    monkeypatch.setattr(_winograd, "WINOGRAD", True)
 
 
 @pytest.fixture
