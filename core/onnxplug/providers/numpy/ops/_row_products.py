@@ -13,7 +13,7 @@ numpy's matmul cannot accumulate, so the products go to the threaded BLAS (``bla
 without it the padded-rows im2col stays. With few channels the im2col copy is cheap and its single
 product with K = kh * kw * C is the faster one, hence ``MIN_CHANNELS``.
 
-Measured (docs/benchmarks.md, twenty-first session), 16 -> 16 3x3 on 32 x 32 images: 8 images
+Measured (in the history of docs/benchmarks.md), 16 -> 16 3x3 on 32 x 32 images: 8 images
 577 against 903 us standalone, and the If model 0.83x as long at batch 8 and 0.93x at batch 1
 (paired; one image alone is within 10% either way); 3 -> 16 stays with im2col (155 against 207 us
 for 8 images).
