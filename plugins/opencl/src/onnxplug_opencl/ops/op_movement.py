@@ -22,7 +22,8 @@ def _mirror_result(kernel: ClKernel, inputs: list[Any], compute: Any) -> Any:
     host = mirrored(inputs)
     if host is None:
         return None
-    return kernel.upload(np.ascontiguousarray(compute(*host)))
+    # np.array keeps a 0-d result 0-d (ascontiguousarray would make it 1-d: Gather with a scalar index)
+    return kernel.upload(np.array(compute(*host), order="C"))
 
 
 @OpenCLProvider.kernel("Transpose")
