@@ -1,0 +1,91 @@
+"""float32 logistic and tanh computed the way onnxruntime's MLAS computes them, bit for bit.
+
+MLAS (``logistic.cpp``, ``tanh.cpp`` and their FMA3/AVX-512 kernels) evaluates both as Eigen's
+rational approximation p(x) / q(x) on the input clamped to a range: odd p and even q in x * x,
+each by Horner's rule with one fused multiply-add per step, in float32; the logistic adds 0.5 and
+clamps below at 0 (not above: it can return 1 + 1 ulp, as onnxruntime does). A correctly rounded
+``1 / (1 + exp(-x))`` differs from it by an ulp on about half of all inputs, enough to move a
+DynamicQuantizeLinear step downstream.
+
+A float32 fused multiply-add is done in float64: the product of two float32 values is exact there,
+and the sum is rounded to float64 then to float32. That double rounding could differ from a single
+one in rare ties; against onnxruntime on x86-64 with FMA it is bit-exact on millions of inputs
+(``tests/numpy_provider/test_mlas_math.py``). Platforms whose MLAS kernel has no FMA (plain SSE2)
+round after each multiply and are not matched bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_F32 = np.float32
+
+
+def _coefficients(*values: float) -> tuple[float, ...]:
+    """The constants as MLAS stores them (float32), as Python floats for float64 arithmetic."""
+    return tuple(float(_F32(v)) for v in values)
+
+
+#: (lower, upper) input range, then p's coefficients from the highest power, then q's.
+_LOGISTIC = ((-18.0, 18.0),
+             _coefficients(4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05,
+                           8.51377133304701e-03, 2.48287947061529e-01),
+             _coefficients(6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06,
+                           1.70198817374094e-03, 1.16817656904453e-01, 9.93151921023180e-01))
+_TANH = ((-9.0, 9.0),
+         _coefficients(-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+                       5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+                       4.89352455891786e-03),
+         _coefficients(1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+                       4.89352518554385e-03))
+
+
+#: Elements per block: the ~30 passes of a block stay in cache.
+_BLOCK = 8192
+
+
+def _horner(square: np.ndarray, coefficients: tuple[float, ...], wide: np.ndarray, acc: np.ndarray) -> None:
+    """``acc`` = Horner's rule in x * x (``square``, float64 holding float32 values), each step one
+    float32 fused multiply-add ``acc = fma(acc, square, c)``; ``wide`` is float64 scratch."""
+    np.multiply(square, coefficients[0], out=wide)
+    for c in coefficients[1:]:
+        if c is not coefficients[1]:
+            np.copyto(wide, acc)
+            wide *= square
+        wide += c
+        np.copyto(acc, wide, casting="unsafe")
+
+
+def _rational(x: np.ndarray, constants: tuple) -> np.ndarray:
+    """p(v) / q(v) in float32 for v = x clamped to the range (np.maximum/minimum keep NaN)."""
+    (lower, upper), p_coefficients, q_coefficients = constants
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.shape, _F32)
+    n = min(flat.size, _BLOCK)
+    v, q = np.empty(n, _F32), np.empty(n, _F32)
+    square, wide = np.empty(n, np.float64), np.empty(n, np.float64)
+    for start in range(0, flat.size, _BLOCK):
+        stop = min(start + _BLOCK, flat.size)
+        k = stop - start
+        vb, qb, sb, wb, p = v[:k], q[:k], square[:k], wide[:k], out[start:stop]
+        np.maximum(flat[start:stop], _F32(lower), out=vb)
+        np.minimum(vb, _F32(upper), out=vb)
+        np.multiply(vb, vb, out=qb)  # v * v is a float32 product
+        np.copyto(sb, qb)
+        _horner(sb, p_coefficients, wb, p)
+        p *= vb
+        _horner(sb, q_coefficients, wb, qb)
+        np.divide(p, qb, out=p)
+    return out.reshape(x.shape)
+
+
+def mlas_logistic(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) of a float32 array as MLAS's logistic kernel gives it."""
+    y = _rational(x, _LOGISTIC)
+    y += _F32(0.5)
+    return np.maximum(y, _F32(0), out=y)
+
+
+def mlas_tanh(x: np.ndarray) -> np.ndarray:
+    """tanh of a float32 array as MLAS's tanh kernel gives it."""
+    return _rational(x, _TANH)
