@@ -1,20 +1,26 @@
 """com.microsoft DynamicQuantizeLSTM against onnxruntime: directions, bias, initial states,
 peepholes, sequence_lens, per-tensor and per-column parameters, int8 and uint8 weights, clip and
 input_forget. onnxruntime quantizes h once per step over the batch rows each of its threads
-takes, so its results depend on its thread count: the oracle runs on one thread, the kernel's
-semantics (one quantization over the whole batch)."""
+takes, so its results depend on its thread count, and so do the kernel's (its product threads):
+both run on one thread, but in the test of the thread counts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from onnxplug.providers.numpy.blas import PRODUCT_THREADS
 from tests.numpy_provider.com_microsoft.ms_oracle import assert_ms_matches
 
 RNG = np.random.default_rng(79)
 S, B, I, H = 5, 3, 6, 4
 #: initializers, as the quantization tool writes them (onnxruntime wants constant zero points)
 WEIGHTS = ("w", "r", "w_scale", "w_zp", "r_scale", "r_zp")
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    monkeypatch.setattr(PRODUCT_THREADS, "threads", 1)
 
 
 def _feeds(direction="forward", w_type=np.int8, per_column=False, bias=True, states=False, peepholes=False,
@@ -66,3 +72,13 @@ def test_a_sequence_without_steps_ends_in_zero_states():
 def test_no_bias_clip_and_input_forget():
     feeds = _feeds(bias=False, states=True)
     assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=1, constants=WEIGHTS, hidden_size=H, clip=0.5, input_forget=1)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_h_quantized_per_block_of_rows_like_onnxruntimes_threads(monkeypatch, threads, direction):
+    """Batch 3 on 2 threads: rows (0, 1) and (2) quantize h apart; on 3 threads, each row."""
+    monkeypatch.setattr(PRODUCT_THREADS, "threads", threads)
+    feeds = _feeds(direction, states=True)
+    assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=threads, constants=WEIGHTS,
+                      hidden_size=H, direction=direction)

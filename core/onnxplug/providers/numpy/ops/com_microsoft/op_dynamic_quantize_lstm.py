@@ -6,14 +6,17 @@ zero points per direction or per direction and column. Each product quantizes it
 on the fly as DynamicQuantizeLinear does, as onnxruntime's CPU kernel does: all of X at once per
 direction, once per step the h of the rows that ran the step before; the integer product is
 exact (float64 BLAS) and scaled to float32. LSTM's attributes (activations, clip, input_forget,
-direction), peepholes, sequence_lens and initial states apply as in LSTM. Known differences:
-onnxruntime with several threads quantizes h over each thread's rows (its results follow its
-thread count; one thread's are these); in a reverse direction where no sequence runs every step
-it quantizes over other ranges (results differ by quantization steps)."""
+direction), peepholes, sequence_lens and initial states apply as in LSTM.
+
+onnxruntime splits the batch over its thread pool, ceil(batch / threads) rows each, and quantizes
+h over each block's rows on its own, so its results follow its thread count; so do these, with the
+provider's product threads (``intra_op_num_threads``; 0: one per usable CPU, where onnxruntime's
+default is one per physical core). Known difference: in a reverse direction where no sequence runs
+every step onnxruntime quantizes over other ranges (results differ by quantization steps)."""
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul
 from onnxplug.providers.numpy.ops._quant_util import centered
 from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
@@ -26,6 +29,14 @@ def _quantized_product(a: np.ndarray, weights: np.ndarray, scale: np.ndarray) ->
     qa, a_scale, a_zero_point = dynamic_quantize(a)
     acc = matmul(centered(qa, a_zero_point), weights)
     return acc.astype(np.float32) * (a_scale * scale)
+
+
+def _blockwise_product(h: np.ndarray, weights: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The recurrent product, h quantized per block of rows as onnxruntime's threads do."""
+    rows = -(-h.shape[0] // max(PRODUCT_THREADS.threads, 1))
+    if rows >= h.shape[0]:
+        return _quantized_product(h, weights, scale)
+    return np.concatenate([_quantized_product(h[i:i + rows], weights, scale) for i in range(0, h.shape[0], rows)])
 
 
 @op("DynamicQuantizeLSTM", domain=DOMAIN)
@@ -65,7 +76,7 @@ class DynamicQuantizeLSTM(RecurrentKernel):
                 # the quantization range as onnxruntime's
                 ran = t <= lens
                 running = h if ran.all() else np.where(ran[:, None], h, np.float32(0))
-                gates = feed[time, np.arange(batch)] + _quantized_product(running, recurrent, r_scales)
+                gates = feed[time, np.arange(batch)] + _blockwise_product(running, recurrent, r_scales)
                 h_new, c_new = self._cell(gates, c, peep, hidden, d)
                 h = np.where(active[:, None], h_new, h)
                 c = np.where(active[:, None], c_new, c)
