@@ -41,7 +41,8 @@ def main() -> None:
 
     from onnxplug.integrations import ray as onnx_ray
 
-    ray.init(address=args.address) if args.address else ray.init(num_cpus=args.workers, include_dashboard=False)
+    # a CPU beside the actors' for the read stage: a pool holding every CPU would starve it
+    ray.init(address=args.address) if args.address else ray.init(num_cpus=args.workers + 1, include_dashboard=False)
     ray.data.DataContext.get_current().execution_options.preserve_order = True
     shape = image_shape(args.model)
     input_name = onnx.load(args.model, load_external_data=False).graph.input[0].name
@@ -51,7 +52,8 @@ def main() -> None:
         pixels = np.stack([np.random.default_rng(int(i)).standard_normal(shape, dtype=np.float32) for i in ids])
         return {"id": ids, input_name: pixels}
 
-    ds = ray.data.range(args.images).map_batches(images, batch_size=args.batch_size)
+    blocks = max(1, min(args.images // args.batch_size, 4 * args.workers))  # work for every actor
+    ds = ray.data.range(args.images, override_num_blocks=blocks).map_batches(images, batch_size=args.batch_size)
     model = open(args.model, "rb").read() if args.ship_bytes else args.model
     scored = onnx_ray.score(ds, model, providers=args.providers, concurrency=args.workers,
                             batch_size=args.batch_size)

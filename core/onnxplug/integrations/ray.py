@@ -17,6 +17,7 @@ display (the ``MapBatches(OnnxScorer)`` operator's bar).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping, Sequence
 
 from onnxplug.integrations._common import (
@@ -57,9 +58,15 @@ class OnnxScorer:
     def __init__(self, model: Any = None, session_options: Any = None, providers: Sequence[Any] | None = None,
                  inputs: Mapping[str, Any] | None = None, outputs: Sequence[str] | None = None,
                  keep_columns: Sequence[str] | None = None, report: bool = True,
-                 spec: ScoringSpec | None = None) -> None:
+                 spec: ScoringSpec | None = None, model_bytes: bytes | None = None) -> None:
         if spec is None:
             spec = ScoringSpec.create(model, session_options, providers, inputs, outputs, keep_columns, report)
+        if model_bytes is not None:  # the bytes score() put in the object store
+            if not isinstance(model_bytes, bytes):  # a reference Ray did not resolve on the way
+                import ray
+
+                model_bytes = ray.get(model_bytes)
+            spec = dataclasses.replace(spec, model=model_bytes)
         self._scorer = scorer_for(spec, default_threads=cpu_share())
 
     @property
@@ -84,13 +91,19 @@ def score(ds: Any, model: Any, *, session_options: Any = None, providers: Sequen
     """``ds.map_batches(OnnxScorer, ...)`` on a pool of ``concurrency`` actors of ``num_cpus`` each.
 
     The spec (model, options as a dict, providers) is built and checked here, then shipped to each
-    actor once. Other keyword arguments go to ``map_batches``. Ray Data's actor pools restart an
+    actor once; model bytes go through the object store (``ray.put``), a path as it is. Other keyword arguments go to ``map_batches``. Ray Data's actor pools restart an
     actor that dies and run the batches it held again (its defaults ``max_restarts=-1``,
     ``max_task_retries=-1``; pass them to change that), so every row comes out once."""
     import ray.data
 
+    import ray
+
     spec = ScoringSpec.create(model, session_options, providers, inputs, outputs, keep_columns, report)
-    return ds.map_batches(OnnxScorer, fn_constructor_kwargs={"spec": spec},
+    kwargs: dict[str, Any] = {"spec": spec}
+    if isinstance(spec.model, bytes):
+        # once in the object store rather than inside every actor's pickled constructor arguments
+        kwargs = {"spec": dataclasses.replace(spec, model=b""), "model_bytes": ray.put(spec.model)}
+    return ds.map_batches(OnnxScorer, fn_constructor_kwargs=kwargs,
                           compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=num_cpus,
                           batch_size=batch_size, batch_format=batch_format, **map_batches_kwargs)
 
