@@ -94,6 +94,10 @@ def _run_command(args: argparse.Namespace) -> int:
     counts = Counter(a.provider for a in sess.get_node_assignments())
     print(f"model: {args.model}")
     print("assignment: " + ", ".join(f"{p}={n} node(s)" for p, n in counts.items()))
+    if args.explain:
+        from onnxplug.explain import explain_lines
+
+        print("\n".join(explain_lines(engine)))
     for arg, value in zip(sess.get_outputs(), outputs):
         shape = list(np.shape(value)) if isinstance(value, np.ndarray) else type(value).__name__
         dtype = value.dtype if isinstance(value, np.ndarray) else "-"
@@ -188,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--level", choices=sorted(_LEVELS), help="graph optimization level (default all)")
     p.add_argument("--save-outputs", metavar="FILE.npz")
+    p.add_argument("--explain", action="store_true", help="say why providers declined the nodes they left")
 
     p = sub.add_parser("conformance", help="run the conformance suite on a provider (onnxplug-conformance)")
     p.add_argument("provider")

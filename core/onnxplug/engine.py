@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from onnxplug import ep_devices
+from onnxplug import ep_devices, logs
 from onnxplug.device import CPU, Device
 from onnxplug.errors import InvalidOutputError, OptionValueError
 from onnxplug.executor import Plan, RunStats, SubgraphPlan, bind_plan, build_plan, located, run_plan
@@ -68,6 +68,8 @@ class Engine:
             import onnx
 
             onnx.save_model(self.model.to_proto(), options.optimized_model_filepath)
+        #: the groups of each If/Loop/Scan body, as the bodies are planned
+        self.subgraph_groups: list[tuple[Graph, list[Group]]] = []
         self.plan, self.groups = self._plan_graph(graph, ())
         self.inputs: list[ValueInfo] = list(graph.inputs)
         self.input_types: dict[str, ValueType | None] = {vi.name: vi.type for vi in graph.inputs}
@@ -97,6 +99,7 @@ class Engine:
     def _plan_graph(self, graph: Graph, outer: Sequence[str]) -> tuple[Plan, list[Group]]:
         groups = partition(graph, self.providers, fallback_disabled=self.options.fallback_disabled,
                            source=self.source)
+        self._warn_fallback(graph, groups)
         threads = int(self.options.intra_op_num_threads)
         fed = {vi.name for vi in graph.inputs}
         constants = {name: value for name, value in graph.initializers.items() if name not in fed}
@@ -109,8 +112,27 @@ class Engine:
 
         return build_plan(graph, groups, make_kernel, outer), groups
 
+    def _warn_fallback(self, graph: Graph, groups: Sequence[Group]) -> None:
+        """A node the first provider declined is a warning (``log_severity_level`` decides), with
+        the first reasons; ``get_node_assignments()`` has them all."""
+        if len(self.providers) < 2:
+            return
+        first = self.providers[0].name
+        fell = [(n, g.provider.name, d) for g in groups for n, d in zip(g.nodes, g.declined)
+                if g.provider.name != first]
+        if not fell:
+            return
+        where = f"subgraph {graph.name!r} of " if graph.parent is not None else ""
+        shown = "; ".join(f"{n.op_type} {n.name!r} -> {p} ({d[0] if d else 'not offered'})"
+                          for n, p, d in fell[:3])
+        more = f"; and {len(fell) - 3} more" if len(fell) > 3 else ""
+        logs.warn(f"{where}model {self.source}: provider {first!r} declined {len(fell)} node(s), which run "
+                  f"on later providers: {shown}{more} (get_node_assignments() or `onnxplug run "
+                  f"--explain` give every reason)", stacklevel=5)
+
     def _compile_subgraph(self, graph: Graph) -> SubgraphPlan:
-        plan, _ = self._plan_graph(graph, graph.outer_scope_reads())
+        plan, groups = self._plan_graph(graph, graph.outer_scope_reads())
+        self.subgraph_groups.append((graph, groups))
         return SubgraphPlan(plan, graph)
 
     # --- operations ---------------------------------------------------------------------------------

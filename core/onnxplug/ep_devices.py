@@ -309,12 +309,15 @@ def session_providers(options: SessionOptions, providers: Any, provider_options:
 # --- graph assignment ----------------------------------------------------------------------------
 
 class OrtEpAssignedNode:
-    """A node and the provider that runs it, as onnxruntime's ``OrtEpAssignedNode``."""
+    """A node and the provider that runs it, as onnxruntime's ``OrtEpAssignedNode``; ``declined``
+    (onnxplug's addition) holds the :class:`~onnxplug.provider.Decline` of each provider offered
+    the node before the one that runs it."""
 
-    def __init__(self, name: str, op_type: str, domain: str) -> None:
+    def __init__(self, name: str, op_type: str, domain: str, declined: Sequence[Any] = ()) -> None:
         self.name = name
         self.op_type = op_type
         self.domain = domain
+        self.declined = tuple(declined)
 
     def __repr__(self) -> str:
         return f"OrtEpAssignedNode(name={self.name!r}, op_type={self.op_type!r}, domain={self.domain!r})"
@@ -347,5 +350,6 @@ def graph_assignment_info(options: SessionOptions, groups: Sequence[Group]) -> l
         raise NotRecordedError(f"get_provider_graph_assignment_info: set the session config entry "
                                f"{RECORD_ASSIGNMENT_KEY!r} to '1' to record the assignment")
     return [OrtEpAssignedSubgraph(group.provider.name,
-                                  [OrtEpAssignedNode(n.name, n.op_type, n.domain) for n in group.nodes])
+                                  [OrtEpAssignedNode(n.name, n.op_type, n.domain, d)
+                                   for n, d in zip(group.nodes, group.declined)])
             for group in groups]

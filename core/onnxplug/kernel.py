@@ -60,7 +60,8 @@ class Kernel:
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        """Whether this kernel can compute ``node`` (types, attributes); called during partitioning."""
+        """Whether this kernel can compute ``node`` (types, attributes); called during partitioning.
+        Instead of ``False`` it may return a :class:`~onnxplug.provider.Decline` saying why."""
         return True
 
 

@@ -1,14 +1,19 @@
-"""The partitioner: gives every node to a provider, in the user's order, the default provider last."""
+"""The partitioner: gives every node to a provider, in the user's order, the default provider last.
+
+Each provider is offered the nodes still unclaimed; for each offered node it leaves, the partitioner
+asks ``provider.explain`` why and keeps the :class:`~onnxplug.provider.Decline` on the node's group,
+so every node that did not go to the first provider says why each earlier one declined it.
+"""
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from onnxplug.errors import FallbackDisabledError, NotImplementedOpError, PartitionError
 from onnxplug.ir import Graph, Node
-from onnxplug.provider import Capability, ExecutionProvider, FusedSubgraph, GraphView
+from onnxplug.provider import Capability, Decline, ExecutionProvider, FusedSubgraph, GraphView
 
 
 @dataclass
@@ -21,6 +26,8 @@ class Group:
     name: str
     inputs: list[str]
     outputs: list[str]
+    #: One entry per node of ``nodes``: the declines of the providers offered it before ``provider``.
+    declined: list[tuple[Decline, ...]] = field(default_factory=list)
 
 
 def partition(graph: Graph, providers: Sequence[ExecutionProvider], *, fallback_disabled: bool,
@@ -33,6 +40,7 @@ def partition(graph: Graph, providers: Sequence[ExecutionProvider], *, fallback_
     """
     owner: dict[int, int] = {}  # id(node) -> index into claims
     claims: list[tuple[ExecutionProvider, Capability]] = []
+    declined: dict[int, list[Decline]] = {}
     for provider in providers:
         view = GraphView(graph, [n for n in graph.nodes if id(n) not in owner])
         if not view.nodes:
@@ -48,10 +56,14 @@ def partition(graph: Graph, providers: Sequence[ExecutionProvider], *, fallback_
             for n in cap.nodes:
                 owner[id(n)] = len(claims)
             claims.append((provider, cap))
+        for n in view.nodes:
+            if id(n) not in owner:
+                declined.setdefault(id(n), []).append(_explain(provider, n, view))
 
     missing = [n for n in graph.nodes if id(n) not in owner]
     if missing:
-        listing = "; ".join(n.describe() for n in missing)
+        listing = "; ".join(f"{n.describe()} ({'; '.join(f'{d.provider}: {d}' for d in declined.get(id(n), []))})"
+                            for n in missing)
         names = ", ".join(repr(p.name) for p in providers)
         if fallback_disabled:
             raise FallbackDisabledError(
@@ -59,11 +71,21 @@ def partition(graph: Graph, providers: Sequence[ExecutionProvider], *, fallback_
                 f"did not claim {len(missing)} node(s): {listing}")
         raise NotImplementedOpError(f"model {source}: no provider of [{names}] can run "
                                     f"{len(missing)} node(s): {listing}")
-    return _order_groups(graph, claims, owner, source)
+    return _order_groups(graph, claims, owner, source, declined)
+
+
+def _explain(provider: ExecutionProvider, node: Node, view: GraphView) -> Decline:
+    try:
+        decline = provider.explain(node, view)
+    except Exception as exc:  # an explanation must never fail partitioning
+        decline = Decline("other", f"explain failed: {type(exc).__name__}: {exc}")
+    if not isinstance(decline, Decline):
+        decline = Decline("other", str(decline) or "no reason given")
+    return replace(decline, provider=provider.name)
 
 
 def _order_groups(graph: Graph, claims: list[tuple[ExecutionProvider, Capability]],
-                  owner: dict[int, int], source: str) -> list[Group]:
+                  owner: dict[int, int], source: str, declined: dict[int, list[Decline]]) -> list[Group]:
     producer_group: dict[str, int] = {}
     for node in graph.nodes:
         for out in node.outputs:
@@ -90,7 +112,8 @@ def _order_groups(graph: Graph, claims: list[tuple[ExecutionProvider, Capability
         else:
             outs = list(nodes[0].outputs)
         name = cap.name or (f"{provider.name}_fused_{gi}" if cap.fused else nodes[0].name)
-        groups.append(Group(provider, nodes, cap.fused, name, list(reads), outs))
+        groups.append(Group(provider, nodes, cap.fused, name, list(reads), outs,
+                            [tuple(declined.get(id(n), ())) for n in nodes]))
         deps.append({producer_group[r] for r in reads if r in producer_group and producer_group[r] != gi})
         first_index.append(position[id(nodes[0])])
 

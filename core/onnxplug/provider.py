@@ -29,6 +29,33 @@ class Availability:
         return self.available
 
 
+#: The kinds of reason a provider gives for declining a node (:class:`Decline`).
+DECLINE_KINDS = ("op", "dtype", "attribute", "shape", "device", "fusion", "other")
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Why a provider did not claim a node: a ``kind`` of :data:`DECLINE_KINDS` and a sentence.
+
+    It is false, so ``Kernel.supports`` can return one instead of ``False`` and callers testing
+    ``if kernel.supports(...)`` see no difference. ``provider`` is filled in by the partitioner.
+    """
+
+    kind: str
+    reason: str
+    provider: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in DECLINE_KINDS:
+            raise ValueError(f"Decline kind {self.kind!r} is not one of {', '.join(DECLINE_KINDS)}")
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.reason}"
+
+
 @dataclass(frozen=True)
 class Capability:
     """A provider's claim: one node, or a fused subgraph of several nodes compiled into one kernel."""
@@ -166,6 +193,21 @@ class ExecutionProvider:
             if kernel is not None and kernel.supports(node, view):
                 claims.append(Capability((node,)))
         return claims
+
+    def explain(self, node: Node, view: GraphView) -> Decline:
+        """Why ``get_capability(view)`` left ``node`` unclaimed; asked by the partitioner for each
+        such node. The default: no registered kernel, else the :class:`Decline` the kernel's
+        ``supports`` returned. Providers that claim by other rules override it."""
+        kernel = self.resolve_kernel(node)
+        if kernel is None:
+            return Decline("op", f"no kernel registered for {node.domain or 'ai.onnx'}::{node.op_type} "
+                                 f"at opset {node.opset}")
+        verdict = kernel.supports(node, view)
+        if isinstance(verdict, Decline):
+            return verdict
+        if not verdict:
+            return Decline("other", f"{kernel.__name__}.supports declined it")
+        return Decline("fusion", "its kernel supports it, but get_capability did not claim it")
 
     def resolve_kernel(self, node: Node) -> type[Kernel] | None:
         """The registered kernel class for ``node`` at its opset, if any."""

@@ -41,11 +41,13 @@ class NodeArg(NamedTuple):
 
 
 class NodeAssignment(NamedTuple):
-    """Which provider runs a node."""
+    """Which provider runs a node, and why each provider offered it before declined it."""
 
     node_name: str
     op_type: str
     provider: str
+    #: :class:`~onnxplug.provider.Decline` (``provider``, ``kind``, ``reason``) of each earlier provider.
+    declined: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,8 @@ class InferenceSession:
 
     def get_node_assignments(self) -> list[NodeAssignment]:
         """One record per node, in execution order, naming the provider that runs it."""
-        return [NodeAssignment(n.name, n.op_type, g.provider.name) for g in self._engine.groups for n in g.nodes]
+        return [NodeAssignment(n.name, n.op_type, g.provider.name, tuple(d))
+                for g in self._engine.groups for n, d in zip(g.nodes, g.declined)]
 
     def end_profiling(self) -> str:
         """Write the profile (Chrome trace format, as onnxruntime's) and return its path."""
