@@ -24,7 +24,9 @@ from onnxplug.kernel import Kernel, KernelContext, KernelRegistry  # noqa: E402
 from onnxplug.provider import (  # noqa: E402
     CORE_API_VERSION,
     Availability,
+    DECLINE_KINDS,
     Capability,
+    Decline,
     ExecutionProvider,
     FusedSubgraph,
     GraphView,
@@ -36,6 +38,7 @@ from onnxplug_sdk.device_memory import DeviceArray, DeviceMemory, DeviceMemoryEr
 from onnxplug_sdk.helpers import (  # noqa: E402
     ShapeError,
     attribute_defaults,
+    check_dtypes,
     broadcast_shapes,
     conv_output_shape,
     infer_output_types,
@@ -49,13 +52,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     # re-exported from the core
-    "CORE_API_VERSION", "CPU", "Allocator", "Availability", "Capability", "DataTransfer", "Device",
+    "CORE_API_VERSION", "CPU", "DECLINE_KINDS", "Allocator", "Availability", "Capability", "DataTransfer",
+    "Decline", "Device",
     "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "HardwareDevice", "Kernel", "KernelContext",
     "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "hookimpl", "host_cpu", "numpy_dtype",
     # the SDK's own
     "FUSABLE_ELEMENTWISE", "SUPPORTED_CORE_API", "CompilingProvider", "DeviceArray", "DeviceMemory",
     "DeviceMemoryError", "IncompatibleCoreError", "KernelRegistryProvider", "NullDevice", "ShapeError",
     "__version__",
-    "attribute_defaults", "broadcast_shapes", "check_core_api", "conv_output_shape", "helpers",
+    "attribute_defaults", "broadcast_shapes", "check_core_api", "check_dtypes", "conv_output_shape", "helpers",
     "infer_output_types", "onnx_type_name", "pool_output_shape", "registry_for", "resolve_pads",
 ]

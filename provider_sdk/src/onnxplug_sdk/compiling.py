@@ -8,7 +8,7 @@ import numpy as np
 
 from onnxplug.ir import Node
 from onnxplug.kernel import Kernel, KernelContext
-from onnxplug.provider import Capability, FusedSubgraph, GraphView
+from onnxplug.provider import Capability, Decline, FusedSubgraph, GraphView
 
 from onnxplug_sdk.fusion import find_fusable_groups
 from onnxplug_sdk.helpers import ShapeError, broadcast_shapes
@@ -79,6 +79,13 @@ class CompilingProvider(KernelRegistryProvider):
             if kernel is not None and kernel.supports(node, view):
                 claims.append(Capability((node,)))
         return claims
+
+    def explain(self, node: Node, view: GraphView) -> Decline:
+        """A node only a chain could compute says the chain did not form; else the kernel's reason."""
+        if self.resolve_kernel(node) is None and self.fusable(node, view):
+            return Decline("fusion", f"it can only run fused, and no chain of at least {self.min_fused_nodes} "
+                                     "fusable node(s) without a cycle holds it")
+        return super().explain(node, view)
 
     def compile(self, subgraph: FusedSubgraph, context: KernelContext) -> Kernel:
         """Build one kernel computing ``subgraph.outputs`` (in order) from ``subgraph.inputs``."""

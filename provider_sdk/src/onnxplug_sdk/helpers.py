@@ -1,4 +1,5 @@
-"""Helpers kernels need again and again: broadcasting, attribute defaults, conv/pool shapes, type inference.
+"""Helpers kernels need again and again: broadcasting, attribute defaults, conv/pool shapes, type
+inference, and the dtype check whose ``Decline`` says why a node is not claimed.
 
 Shapes may hold symbolic dimensions (``str``) or unknown ones (``None``) where the function says so.
 Bad arguments raise :class:`ShapeError`, a ``ValueError``, with a message naming the culprit.
@@ -6,7 +7,7 @@ Bad arguments raise :class:`ShapeError`, a ``ValueError``, with a message naming
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 import numpy as np
 import onnx
@@ -15,11 +16,13 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 from onnxplug.errors import OnnxplugError, UnknownOpError
 from onnxplug.ir import Node, ValueType, elem_type_of, numpy_dtype
 from onnxplug.ir.types import Dim
+from onnxplug.provider import Decline
 
 if TYPE_CHECKING:
     from onnxplug.provider import GraphView
 
-__all__ = ["ShapeError", "attribute_defaults", "broadcast_shapes", "conv_output_shape", "infer_output_types",
+__all__ = ["ShapeError", "attribute_defaults", "broadcast_shapes", "check_dtypes", "conv_output_shape",
+           "infer_output_types",
            "numpy_dtype", "onnx_type_name", "pool_output_shape", "resolve_pads"]
 
 _STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training")
@@ -284,3 +287,16 @@ def _better_dim(inferred: Dim, declared: Dim) -> Dim:
     if isinstance(declared, int) or inferred is None:
         return declared
     return inferred
+
+
+def check_dtypes(node: Node, view: GraphView, allowed: Collection[str]) -> bool | Decline:
+    """``True`` when every tensor the node reads or writes has a known element type named in
+    ``allowed`` (numpy names: ``"float32"``), else a ``Decline`` naming the first that does not:
+    what a ``Kernel.supports`` can return as is."""
+    for name in [n for n in [*node.inputs, *node.outputs] if n]:
+        t = view.type_of(name)
+        if t is None or t.kind != "tensor" or t.dtype is None:
+            return Decline("dtype", f"the element type of {name!r} is unknown or not a tensor's")
+        if t.dtype.name not in allowed:
+            return Decline("dtype", f"{name!r} is {t.dtype.name}, not one of {', '.join(sorted(allowed))}")
+    return True
