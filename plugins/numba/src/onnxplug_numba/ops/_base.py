@@ -6,7 +6,7 @@ import math
 from typing import Any, Callable, Iterable
 
 import numpy as np
-from onnxplug_sdk import GraphView, Kernel, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, Kernel, KernelContext, Node, check_dtypes
 
 from onnxplug_numba.kernels import native_parallel
 from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
@@ -49,13 +49,8 @@ class HostKernel(NumbaKernel):
     """A layout kernel (no arithmetic) whose numpy implementation is exact for every dtype."""
 
     @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool:
-        names = [n for n in [*node.inputs, *node.outputs] if n]
-        for n in names:
-            t = view.type_of(n)
-            if t is None or t.kind != "tensor" or t.dtype is None or t.dtype.name not in PLAIN_DTYPES:
-                return False
-        return True
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        return check_dtypes(node, view, PLAIN_DTYPES)
 
 
 PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -6,7 +6,7 @@ import threading
 from typing import Any, Sequence
 
 import numpy as np
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
@@ -36,8 +36,13 @@ class ElementwiseKernel(NumbaKernel):
         self._lock = threading.Lock()
 
     @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool:
-        return elementwise_opset_ok(node) and step_for(node, view.dtype_of) is not None
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        if not elementwise_opset_ok(node):
+            return Decline("attribute", "a binary op before opset 7 (its broadcast attribute) is not generated")
+        if step_for(node, view.dtype_of) is None:
+            types = ", ".join(str(view.dtype_of(n)) for n in node.inputs if n)
+            return Decline("dtype", f"no generated loop for input types ({types})")
+        return True
 
     def _runner(self, inputs: Sequence[np.ndarray | None]) -> tuple[ElementwiseRunner, list[int]]:
         key = tuple([x.dtype if x is not None else None for x in inputs])  # dtype objects hash fast
