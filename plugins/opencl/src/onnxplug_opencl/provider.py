@@ -8,6 +8,7 @@ from onnxplug_sdk import (
     Availability,
     Capability,
     CompilingProvider,
+    Decline,
     FusedSubgraph,
     GraphView,
     HardwareDevice,
@@ -110,6 +111,14 @@ class OpenCLProvider(CompilingProvider):
             taken = {id(n) for c in claims for n in c.nodes}
             rest = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
             return claims + super().get_capability(rest)
+        finally:
+            CLAIMING_DEVICE.reset(token)
+
+    def explain(self, node: Node, view: GraphView) -> Decline:
+        """The kernel's reason, asked under this provider's device as ``get_capability`` asks."""
+        token = CLAIMING_DEVICE.set(self.entry)
+        try:
+            return super().explain(node, view)
         finally:
             CLAIMING_DEVICE.reset(token)
 

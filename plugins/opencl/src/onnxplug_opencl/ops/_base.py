@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, Kernel, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, Kernel, KernelContext, Node
 
 from onnxplug_opencl.engine.dtypes import device_supports
 from onnxplug_opencl.runtime.devices import DeviceEntry
@@ -66,15 +66,18 @@ class ClKernel(Kernel):
         """Known, device-supported element types, then the op's own checks in :meth:`accepts`."""
         entry = claiming_device()
         if entry is None:
-            return False
+            return Decline("device", "asked outside the provider's claiming")
         if cls.check_types:
-            names = [n for n in [*node.inputs, *node.outputs] if n]
-            if any(not device_supports(entry, view.dtype_of(n)) for n in names):
-                return False
+            for n in [n for n in [*node.inputs, *node.outputs] if n]:
+                if not device_supports(entry, view.dtype_of(n)):
+                    return Decline("dtype", f"{n!r} has element type {view.dtype_of(n)}, which is unknown "
+                                            f"or not supported by device {entry.name!r}")
         try:
-            return cls.accepts(node, view, entry)
-        except (TypeError, ValueError, KeyError):
-            return False
+            verdict = cls.accepts(node, view, entry)
+        except (TypeError, ValueError, KeyError) as exc:
+            return Decline("attribute", f"{cls.__name__}.accepts failed: {exc}")
+        return verdict or (verdict if isinstance(verdict, Decline) else
+                           Decline("other", f"{cls.__name__} does not accept these attributes, shapes or constants"))
 
     @classmethod
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
