@@ -206,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("exec", help="run a command whose Python processes get onnxplug for import onnxruntime")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
 
+    p = sub.add_parser("profile", help="summarise a profile written by enable_profiling (Chrome trace JSON)")
+    p.add_argument("trace")
+    p.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list (default 10)")
+
     p = sub.add_parser("models", help="build a model of the project's suite (no download)")
     p.add_argument("name")
     p.add_argument("-o", "--output", required=True)
@@ -235,6 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _optimize_command(args)
         if args.command == "exec":
             return _exec_command(args)
+        if args.command == "profile":
+            from onnxplug.profile_summary import load_trace, summarise
+
+            print("\n".join(summarise(load_trace(args.trace), args.top)))
+            return 0
         return _models_command(args)
     except (OnnxplugError, OSError) as e:
         if args.debug:

@@ -10,7 +10,9 @@ Profiled runs report to the session's :class:`~onnxplug.profiling.Profile`.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -52,7 +54,9 @@ class Engine:
                  provider_options: Sequence[Mapping[str, Any]] | None, profile: Profile) -> None:
         self.options = options
         self.profile = profile
+        t0 = time.perf_counter()
         self.model: Model = load_model(source, computes=default_provider_computes)
+        t1 = time.perf_counter()
         self.source = self.model.source
         self._fix_free_dimensions()
         providers, provider_options = ep_devices.session_providers(
@@ -79,6 +83,10 @@ class Engine:
                                          if vi.name in graph.initializers}
         self._bound: dict[tuple, BoundPlan] = {}
         self._bound_lock = threading.Lock()
+        if options.enable_profiling:
+            loading = "model_loading_uri" if isinstance(source, (str, os.PathLike)) else "model_loading_array"
+            profile.session_event(loading, t0, t1)
+            profile.session_event("session_initialization", t1, time.perf_counter())
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -107,7 +115,13 @@ class Engine:
         def make_kernel(group: Group) -> Kernel:
             context = KernelContext(group.provider, threads, self._compile_subgraph, constants)
             if group.fused:
-                return group.provider.compile(fused_subgraph(group, graph), context)
+                t0 = time.perf_counter()
+                kernel = group.provider.compile(fused_subgraph(group, graph), context)
+                if self.options.enable_profiling:
+                    self.profile.session_event("kernel_compilation", t0, time.perf_counter(),
+                                               provider=group.provider.name, node=group.name,
+                                               op_name="+".join(n.op_type for n in group.nodes))
+                return kernel
             return group.provider.create_kernel(group.nodes[0], context)
 
         return build_plan(graph, groups, make_kernel, outer), groups
@@ -202,7 +216,9 @@ class Engine:
         if not self.options.enable_profiling:
             return run_plan(plan, feeds)
         stats = RunStats()
+        t0 = time.perf_counter()
         result = run_plan(plan, feeds, None, stats)
+        self.profile.session_event("model_run", t0, time.perf_counter())
         self.profile.record(stats)
         return result
 

@@ -25,6 +25,7 @@ from onnxplug.kernel import Kernel
 from onnxplug.partitioner import Group
 from onnxplug.plan_compiler import CompiledLoop, CompiledPlan, as_bool
 from onnxplug.provider import ExecutionProvider
+from onnxplug.step_events import StepEvent, type_shape
 
 
 class StepKind(str, Enum):
@@ -205,25 +206,33 @@ class RunStats:
     intermediates together (the peak a runtime without liveness would reach). The instrumented
     plan function reports to it through :meth:`start`, :meth:`stop` and :meth:`drop`."""
 
-    #: (step name, kind, op type, provider, start, duration, parent step name or "") per step run
-    events: list[tuple[str, str, str, str, float, float, str]] = field(default_factory=list)
+    #: one :class:`StepEvent` per step run
+    events: list[StepEvent] = field(default_factory=list)
     peak_live_bytes: int = 0
     produced_bytes: int = 0
     _running: list[Step] = field(default_factory=list, repr=False)
+    _inputs: list[tuple[tuple, tuple]] = field(default_factory=list, repr=False)
     _live: int = field(default=0, repr=False)
 
-    def start(self, step: Step) -> float:
-        """A step starts; the steps of bodies it runs record it as their parent."""
+    def start(self, step: Step, inputs: tuple = (), weights: tuple = ()) -> float:
+        """A step starts on ``inputs`` (``weights`` flags those that are initializers); the steps of
+        bodies it runs record it as their parent."""
         self._running.append(step)
+        self._inputs.append((inputs, weights))
         return time.perf_counter()
 
     def stop(self, step: Step, t0: float, produced: tuple) -> None:
         """A step ended with ``produced`` values."""
         duration = time.perf_counter() - t0
         self._running.pop()
+        inputs, weights = self._inputs.pop()
         parent = self._running[-1].name if self._running else ""
-        self.events.append((step.name, str(step.kind), step.op_type, step.provider.name if step.provider else "",
-                            t0, duration, parent))
+        flags = tuple(weights) + (False,) * (len(inputs) - len(weights))
+        self.events.append(StepEvent(
+            step.name, str(step.kind), step.op_type, step.provider.name if step.provider else "", t0, duration,
+            parent, [type_shape(v) for v in inputs], [type_shape(v) for v in produced],
+            sum(_nbytes(v) for v, w in zip(inputs, flags) if not w),
+            sum(_nbytes(v) for v, w in zip(inputs, flags) if w), sum(map(_nbytes, produced))))
         if not self._running:
             size = sum(map(_nbytes, produced))
             self._live += size

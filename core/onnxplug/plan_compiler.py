@@ -8,7 +8,7 @@ A Loop body can also be compiled with its loop (``CompiledLoop``): the iteration
 generated function, so an iteration pays for its kernel calls only.
 
 The instrumented variant (profiling) is the same function with a report around each step:
-``stats.start(step)``, the call, ``stats.stop(step, t0, produced)``, ``stats.drop(released)``.
+``stats.start(step, inputs, weights)``, the call, ``stats.stop(step, t0, produced)``, ``stats.drop(released)``.
 A kernel that raises is found from the traceback's line number, so the error still names the node.
 """
 
@@ -206,7 +206,9 @@ class _Writer:
             args = ", ".join(self.ref(n) for n in step.inputs)
             if self.instrumented:
                 self.closure[f"s{index}"] = step
-                self.line(f"t0 = stats.start(s{index})", indent, index)
+                # which inputs are weights: a profile counts them as parameters, not activations
+                self.closure[f"w{index}"] = tuple(n in self.plan.constants for n in step.inputs)
+                self.line(f"t0 = stats.start(s{index}, ({args}{',' if args else ''}), w{index})", indent, index)
             if step.kernel is None:  # a copy between devices
                 self.closure[f"s{index}"] = step
                 call = f"_copy(s{index}, {args})"
