@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from onnxplug.cli_feeds import model_feeds
 from onnxplug.errors import OnnxplugError
 
 
@@ -37,25 +38,6 @@ def _providers_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _random_feed(arg, rng: np.random.Generator, dims: dict[str, int]) -> np.ndarray:
-    from onnxplug.ir import numpy_dtype
-    from onnxplug.ir.types import ValueType
-
-    t: ValueType | None = arg
-    if t is None or t.kind != "tensor" or t.shape is None:
-        raise OnnxplugError(f"cannot make a random value for an input of type "
-                            f"{t.ort_string() if t else 'unknown'}; pass it with --input NAME=FILE.npy")
-    shape = tuple(d if isinstance(d, int) else dims.get(str(d), 1) for d in t.shape)
-    dtype = numpy_dtype(t.elem_type)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(0, 10, shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) > 0.5
-    raise OnnxplugError(f"cannot make a random {dtype} value; pass it with --input NAME=FILE.npy")
-
-
 def _run_command(args: argparse.Namespace) -> int:
     import onnxplug as ort
 
@@ -65,21 +47,8 @@ def _run_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     sess = ort.InferenceSession(args.model, options, providers=args.provider or None)
     created = time.perf_counter() - t0
-    feeds: dict[str, np.ndarray] = {}
-    for item in args.input or []:
-        name, _, path = item.partition("=")
-        if not path:
-            raise OnnxplugError(f"--input {item!r}: expected NAME=FILE.npy")
-        try:
-            feeds[name] = np.load(path, allow_pickle=False)
-        except OSError as e:
-            raise OnnxplugError(f"--input {name}: cannot read {path!r}: {e.strerror or e}") from None
-    dims = dict(d.split("=", 1) for d in args.dim or [])
-    rng = np.random.default_rng(args.seed)
     engine = sess.engine
-    for vi in engine.inputs:
-        if vi.name not in feeds and vi.name not in engine.defaults:
-            feeds[vi.name] = _random_feed(vi.type, rng, {k: int(v) for k, v in dims.items()})
+    feeds = model_feeds(engine, args.input, args.dim, args.seed)
     # a compiling provider (numba) may take tens of seconds here on a cold cache: say so up front
     print("onnxplug: first run (providers may compile kernels now; they are cached for later runs) ...",
           file=sys.stderr, flush=True)
@@ -107,6 +76,36 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.save_outputs:
         np.savez(args.save_outputs, **{a.name: v for a, v in zip(sess.get_outputs(), outputs)
                                        if isinstance(v, np.ndarray)})
+    return 0
+
+
+def _bench_command(args: argparse.Namespace) -> int:
+    import json
+
+    import onnxplug as ort
+    from onnxplug.bench import benchmark, report_lines
+
+    if args.runs < 1 or args.warmup < 0 or args.batch < 1:
+        raise OnnxplugError("--runs and --batch must be at least 1, --warmup at least 0")
+    sess = ort.InferenceSession(args.model, providers=args.provider or None)
+    firsts = {str(vi.type.shape[0]) for vi in sess.engine.inputs
+              if vi.type is not None and vi.type.shape and not isinstance(vi.type.shape[0], int)}
+    dims = [f"{symbol}={args.batch}" for symbol in sorted(firsts)] + list(args.dim or [])
+    feeds = model_feeds(sess.engine, args.input, dims, args.seed)
+    label = f"onnxplug [{','.join(sess.get_providers())}]"
+    runners = {label: lambda: sess.run(None, feeds)}
+    if args.compare == "onnxruntime":
+        import onnxruntime
+
+        other = onnxruntime.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+        runners["onnxruntime [CPUExecutionProvider]"] = lambda: other.run(None, feeds)
+    results = benchmark(runners, runs=args.runs, warmup=args.warmup, batch=args.batch)
+    print(f"model: {args.model}")
+    print("\n".join(report_lines(results, args.batch)))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"model": str(args.model), "batch": args.batch, "warmup": args.warmup, "results": results},
+                      f, indent=1)
     return 0
 
 
@@ -206,6 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("exec", help="run a command whose Python processes get onnxplug for import onnxruntime")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
 
+    p = sub.add_parser("bench", help="time a model: warm-up, counted runs, median/p90/min and throughput")
+    p.add_argument("model")
+    p.add_argument("--provider", action="append", help="provider in priority order (repeatable)")
+    p.add_argument("--batch", type=int, default=1, help="size of the inputs' symbolic first dimension (default 1)")
+    p.add_argument("--runs", type=int, default=50, help="counted runs (default 50)")
+    p.add_argument("--warmup", type=int, default=5, help="uncounted runs first (default 5)")
+    p.add_argument("--compare", choices=["onnxruntime"], help="also time onnxruntime, in alternating blocks")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="feed an input from a .npy file")
+    p.add_argument("--dim", action="append", metavar="SYMBOL=SIZE", help="size of a symbolic dim (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+
     p = sub.add_parser("profile", help="summarise a profile written by enable_profiling (Chrome trace JSON)")
     p.add_argument("trace")
     p.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list (default 10)")
@@ -239,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _optimize_command(args)
         if args.command == "exec":
             return _exec_command(args)
+        if args.command == "bench":
+            return _bench_command(args)
         if args.command == "profile":
             from onnxplug.profile_summary import load_trace, summarise
 
