@@ -90,6 +90,7 @@ def _read_proto(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, str]
     if isinstance(source, onnx.ModelProto):
         copy = onnx.ModelProto()
         copy.CopyFrom(source)
+        _check_strings(copy, "<ModelProto>", "model")
         return copy, None, "<ModelProto>"
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _parse(bytes(source), "<bytes>"), None, "<bytes>"
@@ -111,7 +112,25 @@ def _parse(data: bytes, label: str) -> onnx.ModelProto:
         raise ModelProtobufError(f"model {label}: not a valid ONNX protobuf (truncated or corrupt): {e}") from None
     if not proto.HasField("graph"):
         raise ModelProtobufError(f"model {label}: the protobuf holds no graph (empty or not an ONNX model)")
+    _check_strings(proto, label, "model")
     return proto
+
+
+def _check_strings(msg, label: str, path: str) -> None:
+    """Refuse a string field that is not UTF-8: protobuf (upb) hands such a field back as bytes,
+    which would otherwise fail far away as UnicodeDecodeError or TypeError."""
+    for field, value in msg.ListFields():
+        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+        if field.type == field.TYPE_MESSAGE:
+            items = value if repeated else [value]
+            for i, item in enumerate(items):
+                _check_strings(item, label, f"{path}.{field.name}[{i}]" if repeated else f"{path}.{field.name}")
+        elif field.type == field.TYPE_STRING:
+            items = value if repeated else [value]
+            for item in items:
+                if not isinstance(item, str):
+                    raise ModelProtobufError(f"model {label}: {path}.{field.name} = {bytes(item)!r} "
+                                             "is not valid UTF-8")
 
 
 def _opsets(proto: onnx.ModelProto) -> dict[str, int]:

@@ -58,7 +58,7 @@ def check_known_op(source: str, node: Node) -> None:
         return  # custom domains: a provider may claim them; the partitioner reports it otherwise
     try:
         onnx.defs.get_schema(node.op_type, node.opset, node.domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: an op type that is not a str
         raise UnknownOpError(f"model {source}: {node.describe()}: unknown op "
                              f"{node.op_type!r} in domain {node.domain or 'ai.onnx'!r} "
                              f"at opset {node.opset}") from None
