@@ -67,6 +67,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from onnxplug.explain import explain_lines
 
         print("\n".join(explain_lines(engine)))
+    if args.dump:
+        from onnxplug.intermediates import dump
+
+        print(f"intermediates: {dump(sess, feeds, args.dump)}")
     for arg, value in zip(sess.get_outputs(), outputs):
         shape = list(np.shape(value)) if isinstance(value, np.ndarray) else type(value).__name__
         dtype = value.dtype if isinstance(value, np.ndarray) else "-"
@@ -107,6 +111,29 @@ def _bench_command(args: argparse.Namespace) -> int:
             json.dump({"model": str(args.model), "batch": args.batch, "warmup": args.warmup, "results": results},
                       f, indent=1)
     return 0
+
+
+def _diff_command(args: argparse.Namespace) -> int:
+    import onnxplug as ort
+    from onnxplug.intermediates import diff
+
+    sides = tuple(p.strip() for p in args.providers.split(","))
+    if len(sides) != 2 or sides.count("onnxruntime") > 1:
+        raise OnnxplugError(f"--providers {args.providers!r}: expected two, e.g. numba,numpy or numba,onnxruntime")
+    probe = ort.InferenceSession(args.model, providers=["numpy"])
+    feeds = model_feeds(probe.engine, args.input, args.dim, args.seed)
+    found, compared = diff(args.model, sides, feeds, rtol=args.rtol, atol=args.atol, level=_LEVELS[args.level])
+    print(f"model: {args.model}")
+    print(f"compared {compared} intermediate value(s) of {sides[0]} and {sides[1]} "
+          f"(rtol {args.rtol:g}, atol {args.atol:g})")
+    if found is None:
+        print("no divergence")
+        return 0
+    print(f"first divergence: value {found.value!r} of node {found.node!r} ({found.op_type})")
+    print(f"  providers: {found.providers[0]} vs {found.providers[1]}")
+    print(f"  max abs error {found.max_abs:.6g}, max rel error {found.max_rel:.6g}")
+    print(f"  input shapes: {found.input_shapes}")
+    return 2
 
 
 _LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "layout": 3, "all": 99}
@@ -191,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--level", choices=sorted(_LEVELS), help="graph optimization level (default all)")
     p.add_argument("--save-outputs", metavar="FILE.npz")
+    p.add_argument("--dump", metavar="DIR", help="write every intermediate value as .npy with a manifest.json")
     p.add_argument("--explain", action="store_true", help="say why providers declined the nodes they left")
 
     p = sub.add_parser("conformance", help="run the conformance suite on a provider (onnxplug-conformance)")
@@ -216,6 +244,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", action="append", metavar="SYMBOL=SIZE", help="size of a symbolic dim (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+
+    p = sub.add_parser("diff", help="run a model on two providers (or onnxruntime) and find where they part")
+    p.add_argument("model")
+    p.add_argument("--providers", required=True, metavar="A,B", help="two providers, or one and onnxruntime")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="feed an input from a .npy file")
+    p.add_argument("--dim", action="append", metavar="SYMBOL=SIZE", help="size of a symbolic dim (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rtol", type=float, default=1e-3)
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--level", choices=sorted(_LEVELS), default="disabled",
+                   help="graph optimization level of the onnxplug sides (default disabled: the model's values)")
 
     p = sub.add_parser("profile", help="summarise a profile written by enable_profiling (Chrome trace JSON)")
     p.add_argument("trace")
@@ -252,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _exec_command(args)
         if args.command == "bench":
             return _bench_command(args)
+        if args.command == "diff":
+            return _diff_command(args)
         if args.command == "profile":
             from onnxplug.profile_summary import load_trace, summarise
 
