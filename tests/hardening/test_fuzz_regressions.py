@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxplug as ort
-from onnxplug.errors import ModelProtobufError, UnknownOpError
+from onnxplug.errors import ModelProtobufError, ModelValidationError, UnknownOpError
 from onnxplug.ir.graph import Node
 from onnxplug.ir.validate import check_known_op
 from tests.hardening import fuzz
@@ -73,3 +73,20 @@ def test_valid_unicode_names_still_load_and_run():
     m.ir_version = 8
     out = ort.InferenceSession(m.SerializeToString()).run(None, {"\u00e9\u4e2d": np.array([-1, 2], np.float32)})
     np.testing.assert_array_equal(out[0], [0, 2])
+
+
+def test_input_of_an_element_type_outside_the_enum_is_refused():
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", 999, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelValidationError, match=r"graph\.input\[0\]\.type\.tensor_type\.elem_type = 999"):
+        ort.InferenceSession(m.SerializeToString())
+
+
+def test_initializer_of_a_data_type_outside_the_enum_is_refused():
+    m = onnx.ModelProto()
+    m.ParseFromString(_add_relu())
+    m.graph.initializer[0].data_type = 120
+    with pytest.raises(ModelValidationError, match=r"initializer\[0\]\.data_type = 120"):
+        ort.InferenceSession(m.SerializeToString())

@@ -90,7 +90,7 @@ def _read_proto(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, str]
     if isinstance(source, onnx.ModelProto):
         copy = onnx.ModelProto()
         copy.CopyFrom(source)
-        _check_strings(copy, "<ModelProto>", "model")
+        _check_fields(copy, "<ModelProto>", "model")
         return copy, None, "<ModelProto>"
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _parse(bytes(source), "<bytes>"), None, "<bytes>"
@@ -112,25 +112,32 @@ def _parse(data: bytes, label: str) -> onnx.ModelProto:
         raise ModelProtobufError(f"model {label}: not a valid ONNX protobuf (truncated or corrupt): {e}") from None
     if not proto.HasField("graph"):
         raise ModelProtobufError(f"model {label}: the protobuf holds no graph (empty or not an ONNX model)")
-    _check_strings(proto, label, "model")
+    _check_fields(proto, label, "model")
     return proto
 
 
-def _check_strings(msg, label: str, path: str) -> None:
-    """Refuse a string field that is not UTF-8: protobuf (upb) hands such a field back as bytes,
-    which would otherwise fail far away as UnicodeDecodeError or TypeError."""
+#: Fields holding a TensorProto.DataType; a value outside the enum fails deep in onnx's helpers.
+_DTYPE_FIELDS = frozenset({"elem_type", "data_type"})
+_DTYPES = frozenset(onnx.TensorProto.DataType.values())
+
+
+def _check_fields(msg, label: str, path: str) -> None:
+    """Refuse a string field that is not UTF-8 (protobuf, upb, hands it back as bytes, which would
+    fail far away as UnicodeDecodeError or TypeError) and an element type outside the enum."""
     for field, value in msg.ListFields():
         repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
         if field.type == field.TYPE_MESSAGE:
             items = value if repeated else [value]
             for i, item in enumerate(items):
-                _check_strings(item, label, f"{path}.{field.name}[{i}]" if repeated else f"{path}.{field.name}")
+                _check_fields(item, label, f"{path}.{field.name}[{i}]" if repeated else f"{path}.{field.name}")
         elif field.type == field.TYPE_STRING:
-            items = value if repeated else [value]
-            for item in items:
+            for item in value if repeated else [value]:
                 if not isinstance(item, str):
                     raise ModelProtobufError(f"model {label}: {path}.{field.name} = {bytes(item)!r} "
                                              "is not valid UTF-8")
+        elif field.name in _DTYPE_FIELDS and value not in _DTYPES:
+            raise ModelValidationError(f"model {label}: {path}.{field.name} = {value} is not an ONNX "
+                                       "element type")
 
 
 def _opsets(proto: onnx.ModelProto) -> dict[str, int]:
@@ -226,7 +233,7 @@ def _convert_node(np_: onnx.NodeProto, opsets: dict[str, int], graph: Graph, lab
 def _to_array(t: onnx.TensorProto, label: str) -> np.ndarray:
     try:
         return numpy_helper.to_array(t)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, KeyError) as e:
         raise ModelValidationError(f"model {label}: tensor {t.name!r} cannot be read: {e}") from None
 
 
