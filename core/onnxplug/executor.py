@@ -294,15 +294,25 @@ def run_compiled(plan: Plan, feeds: Mapping[Any, Any], scope: Mapping[str, Any] 
     except OnnxplugError:
         raise
     except Exception as e:
-        _raise_for_step(compiled.failed_step(e.__traceback__), e)
+        _raise_for_step(*compiled.failure(e.__traceback__), e)
         raise
 
 
-def _raise_for_step(step: Step | None, error: Exception) -> None:
-    """Raise a KernelError naming the step a generated function failed in, if it is known."""
+def _raise_for_step(step: Step | None, inputs: list[Any], error: Exception) -> None:
+    """Raise a KernelError naming the step a generated function failed in, if it is known, and
+    the types and shapes it was given."""
     if step is not None:
-        raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r}: "
+        given = ", ".join(f"{getattr(n, 'name', n) or '<omitted>'}: {_given(v)}" for n, v in zip(step.inputs, inputs))
+        raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r} given ({given}): "
                           f"{type(error).__name__}: {error}") from error
+
+
+def _given(value: Any) -> str:
+    """``float32[1, 3]`` for a tensor, as much as is known otherwise."""
+    if value is None:
+        return "None"
+    ts = type_shape(value)
+    return ", ".join(f"{t}{s if isinstance(s, list) else f'({s})'}" for t, s in ts.items()) or type(value).__name__
 
 
 class SubgraphPlan:
@@ -344,7 +354,7 @@ class SubgraphPlan:
         except OnnxplugError:
             raise
         except Exception as e:
-            _raise_for_step(compiled.failed_step(e.__traceback__), e)
+            _raise_for_step(*compiled.failure(e.__traceback__), e)
             raise
 
     def _profiled_loop(self, limit: int, use_cond: bool, cond: Any, carried: Sequence[Any],

@@ -68,16 +68,30 @@ class _GeneratedFunction:
         self.function = namespace["_factory"](*writer.closure.values())
         self._code: CodeType = self.function.__code__
         self._step_of_line = writer.step_of_line
+        self._idents = dict(writer.names)
 
     def failed_step(self, tb: TracebackType | None) -> Step | None:
         """The step whose line raised, from a traceback through the generated function."""
-        line = None
+        return self.failure(tb)[0]
+
+    def failure(self, tb: TracebackType | None) -> tuple[Step | None, list[Any]]:
+        """The step whose line raised and the values it was given (``None`` where unknown), read
+        from the generated function's frame in the traceback."""
+        line = frame = None
         while tb is not None:
             if tb.tb_frame.f_code is self._code:
-                line = tb.tb_lineno
+                line, frame = tb.tb_lineno, tb.tb_frame
             tb = tb.tb_next
         index = self._step_of_line.get(line) if line is not None else None
-        return None if index is None else self.steps[index]
+        if index is None or frame is None:
+            return None, []
+        step = self.steps[index]
+        values = frame.f_locals
+        inputs = []
+        for name in step.inputs:
+            ident = self._idents.get(name, "")
+            inputs.append(values.get(ident, values.get(f"c_{ident}")) if name else None)
+        return step, inputs
 
 
 class CompiledPlan(_GeneratedFunction):
