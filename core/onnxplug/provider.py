@@ -207,7 +207,7 @@ class ExecutionProvider:
             return verdict
         if not verdict:
             return Decline("other", f"{kernel.__name__}.supports declined it")
-        return Decline("fusion", "its kernel supports it, but get_capability did not claim it")
+        return Decline("other", "its kernel supports it, but the provider's get_capability did not claim it")
 
     def resolve_kernel(self, node: Node) -> type[Kernel] | None:
         """The registered kernel class for ``node`` at its opset, if any."""
