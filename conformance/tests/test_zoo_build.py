@@ -142,3 +142,16 @@ def test_zoo_dir_defaults_to_the_user_cache(monkeypatch: pytest.MonkeyPatch, tmp
     assert manifest.zoo_dir() == Path.home() / ".cache" / "onnxplug" / "zoo"
     monkeypatch.setenv("ONNXPLUG_ZOO_DIR", str(tmp_path / "z"))
     assert manifest.zoo_dir() == tmp_path / "z"
+
+
+def test_a_file_left_by_a_changed_recipe_is_not_reused(fake_zoo: Path) -> None:
+    build_all(select("fake_mlp"), isolate=False)
+    calls: list[Path] = []
+    counted = dataclasses.replace(select("fake_mlp")[0], recipe="another recipe",
+                                  build=lambda path: (calls.append(path), zoo_fakes.build_mlp(path)))
+    # the manifest as a build of another model writes it once the recipe module changed
+    entries = manifest.load(fake_zoo)
+    entries["fake_mlp"] = {**entries["fake_mlp"], "recipe": "another recipe", "status": "not built"}
+    manifest.write_file(fake_zoo / "manifest.json", entries)
+    assert build_all([counted], isolate=False)["fake_mlp"]["status"] == "built"
+    assert len(calls) == 1  # rebuilt, though the old recipe's file was still there

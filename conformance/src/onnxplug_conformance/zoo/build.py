@@ -128,8 +128,10 @@ def build_model(model: ZooModel, folder: Path, previous: dict[str, Any] | None =
     entry = spec_entry(model)
     target = manifest.model_file(folder, model.name)
     entry["file"] = target.relative_to(folder).as_posix()
-    same_recipe = previous is not None and all(previous.get(k) == entry[k] for k in _RECIPE_KEYS)
-    if target.is_file() and not force and (previous is None or same_recipe):
+    # reuse a file the manifest says this recipe built (or any file, when the manifest was lost)
+    reusable = previous is None or (previous.get("status") == manifest.BUILT
+                                    and all(previous.get(k) == entry[k] for k in _RECIPE_KEYS))
+    if target.is_file() and not force and reusable:
         try:
             return {**entry, **file_facts(target, model), "status": manifest.BUILT}
         except Exception:  # noqa: BLE001 - an unreadable or stale file is rebuilt
