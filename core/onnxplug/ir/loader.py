@@ -154,7 +154,10 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, label: st
                                 "file; load the model from its path so the file can be found")
     root = base_dir.resolve()
     for t in tensors:
-        info = external_data_helper.ExternalDataInfo(t)
+        try:
+            info = external_data_helper.ExternalDataInfo(t)
+        except ValueError as e:  # offset or length not a non-negative integer
+            raise ExternalDataError(f"model {label}: tensor {t.name!r}: {e}") from None
         location = info.location
         if not location or os.path.isabs(location) or Path(location).is_absolute():
             raise ExternalDataError(f"model {label}: tensor {t.name!r}: external data location "
@@ -163,13 +166,23 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, label: st
         if root != target and root not in target.parents:
             raise ExternalDataError(f"model {label}: tensor {t.name!r}: external data location "
                                     f"{location!r} escapes the model's folder {str(root)!r}")
-        if not target.is_file():
+        if not target.is_file():  # also refuses device files and folders
             raise ExternalDataError(f"model {label}: tensor {t.name!r}: external data file "
                                     f"{location!r} does not exist in {str(root)!r}")
+        _check_extent(t.name, location, info.offset or 0, info.length, target.stat().st_size, label)
     try:
         external_data_helper.load_external_data_for_model(proto, str(root))
     except (OSError, ValueError) as e:
         raise ExternalDataError(f"model {label}: cannot read external data: {e}") from None
+
+
+def _check_extent(name: str, location: str, offset: int, length: int | None, size: int, label: str) -> None:
+    """Refuse, before reading, a tensor whose bytes would lie past the end of its file."""
+    end = offset + (length if length is not None else 0)
+    if offset > size or end > size:
+        raise ExternalDataError(f"model {label}: tensor {name!r}: external data at offset {offset}"
+                                f"{'' if length is None else f', length {length}'} lies past the end of "
+                                f"{location!r} ({size} bytes)")
 
 
 def _convert_model(proto: onnx.ModelProto, label: str) -> Model:
