@@ -1,0 +1,44 @@
+"""A model asking for more memory than there is fails with a typed error naming the node and the size.
+
+No configurable limit exists yet: these pin what happens today (the allocation is refused by numpy,
+the executor reports it as a KernelError naming the node; a header is refused by the loader).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnxplug as ort
+from onnxplug.errors import KernelError, ModelValidationError
+
+_I = onnx.numpy_helper.from_array
+_HUGE = np.array([2**20, 2**20], np.int64)  # 2^40 elements: 4 TiB of float32
+
+
+def _model(nodes, inits) -> bytes:
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("op,inputs", [("ConstantOfShape", ["s"]), ("Expand", ["x", "s"])])
+def test_huge_shape_is_a_kernel_error_naming_node_and_size(op, inputs):
+    sess = ort.InferenceSession(_model([helper.make_node(op, inputs, ["y"], name="huge")], [_I(_HUGE, "s")]))
+    with pytest.raises(KernelError, match=r"node 'huge' .* failed on provider 'numpy'.*4\.00 TiB"):
+        sess.run(None, {"x": np.ones(1, np.float32)})
+    np.testing.assert_array_equal(  # the session still runs a sane request afterwards
+        ort.InferenceSession(_model([helper.make_node("Relu", ["x"], ["y"])], [])).run(
+            None, {"x": np.array([-1], np.float32)})[0], [0])
+
+
+def test_tensor_header_claiming_2_to_the_60_elements_is_refused_at_load():
+    t = _I(np.zeros(4, np.float32), "big")
+    del t.dims[:]
+    t.dims.extend([2**30, 2**30])
+    with pytest.raises(ModelValidationError, match="tensor 'big' cannot be read"):
+        ort.InferenceSession(_model([helper.make_node("Add", ["x", "big"], ["y"])], [t]))
