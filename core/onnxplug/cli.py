@@ -136,6 +136,24 @@ def _diff_command(args: argparse.Namespace) -> int:
     return 2
 
 
+def _show_command(args: argparse.Namespace) -> int:
+    import onnxplug as ort
+    from onnxplug.show import node_times, page
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # the page shows the declines
+    sess = ort.InferenceSession(args.model, options, providers=args.provider or None)
+    times = None
+    if args.profile:
+        from onnxplug.profile_summary import load_trace
+
+        times = node_times(load_trace(args.profile))
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(page(sess.engine, str(args.model), times))
+    print(f"wrote {args.output}")
+    return 0
+
+
 _LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "layout": 3, "all": 99}
 
 
@@ -256,6 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=sorted(_LEVELS), default="disabled",
                    help="graph optimization level of the onnxplug sides (default disabled: the model's values)")
 
+    p = sub.add_parser("show", help="write a standalone HTML page of the partitioned graph (needs Graphviz dot)")
+    p.add_argument("model")
+    p.add_argument("--provider", action="append", help="provider in priority order (repeatable)")
+    p.add_argument("-o", "--output", required=True, metavar="graph.html")
+    p.add_argument("--profile", metavar="TRACE.json", help="show node times from a profile")
+
     p = sub.add_parser("profile", help="summarise a profile written by enable_profiling (Chrome trace JSON)")
     p.add_argument("trace")
     p.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list (default 10)")
@@ -293,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench_command(args)
         if args.command == "diff":
             return _diff_command(args)
+        if args.command == "show":
+            return _show_command(args)
         if args.command == "profile":
             from onnxplug.profile_summary import load_trace, summarise
 
