@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Callable, Union
@@ -123,21 +124,32 @@ _DTYPES = frozenset(onnx.TensorProto.DataType.values())
 
 def _check_fields(msg, label: str, path: str) -> None:
     """Refuse a string field that is not UTF-8 (protobuf, upb, hands it back as bytes, which would
-    fail far away as UnicodeDecodeError or TypeError) and an element type outside the enum."""
-    for field, value in msg.ListFields():
-        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+    fail far away as UnicodeDecodeError or TypeError) and an element type outside the enum.
+    Only message, string and element-type fields are read: tensor data is never copied."""
+    for field, repeated in _checked_fields(msg.DESCRIPTOR):
+        name = field.name
         if field.type == field.TYPE_MESSAGE:
-            items = value if repeated else [value]
-            for i, item in enumerate(items):
-                _check_fields(item, label, f"{path}.{field.name}[{i}]" if repeated else f"{path}.{field.name}")
+            if repeated:
+                for i, item in enumerate(getattr(msg, name)):
+                    _check_fields(item, label, f"{path}.{name}[{i}]")
+            elif msg.HasField(name):
+                _check_fields(getattr(msg, name), label, f"{path}.{name}")
         elif field.type == field.TYPE_STRING:
+            value = getattr(msg, name)
             for item in value if repeated else [value]:
                 if not isinstance(item, str):
-                    raise ModelProtobufError(f"model {label}: {path}.{field.name} = {bytes(item)!r} "
-                                             "is not valid UTF-8")
-        elif field.name in _DTYPE_FIELDS and value not in _DTYPES:
-            raise ModelValidationError(f"model {label}: {path}.{field.name} = {value} is not an ONNX "
+                    raise ModelProtobufError(f"model {label}: {path}.{name} = {bytes(item)!r} is not valid UTF-8")
+        elif getattr(msg, name) not in _DTYPES:
+            raise ModelValidationError(f"model {label}: {path}.{name} = {getattr(msg, name)} is not an ONNX "
                                        "element type")
+
+
+@functools.lru_cache(maxsize=None)
+def _checked_fields(descriptor) -> tuple:
+    """(field, repeated) of a message type's message, string and element-type fields."""
+    return tuple((f, f.is_repeated if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED)
+                 for f in descriptor.fields
+                 if f.type in (f.TYPE_MESSAGE, f.TYPE_STRING) or f.name in _DTYPE_FIELDS)
 
 
 def _opsets(proto: onnx.ModelProto) -> dict[str, int]:
