@@ -7,7 +7,6 @@ import json
 import onnx
 import pytest
 from onnx import TensorProto, helper
-
 from onnxplug.bench import benchmark, summary
 from onnxplug.cli import main
 

@@ -6,11 +6,9 @@ import warnings
 from typing import ClassVar
 
 import numpy as np
-import onnx
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper
-
-import onnxplug as ort
 from onnxplug.cli import main
 from onnxplug.errors import FallbackDisabledError
 from onnxplug.explain import declined_nodes

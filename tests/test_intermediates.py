@@ -8,9 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 import onnx
-import pytest
-
 import onnxplug as ort
+import pytest
 from onnxplug.cli import main
 from onnxplug.intermediates import capture, diff, dump
 from onnxplug.kernel import Kernel, KernelRegistry

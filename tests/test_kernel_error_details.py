@@ -4,11 +4,11 @@ and shapes of what the node was given, in a main graph and in a Loop body."""
 from __future__ import annotations
 
 import numpy as np
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-import onnxplug as ort
 from onnxplug import errors
+
 from tests.conftest import make_model
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL

@@ -8,12 +8,12 @@ from collections import Counter
 
 import jsonschema
 import numpy as np
-import onnxruntime
-
 import onnxplug as ort
+import onnxruntime
 from onnxplug.cli import main
 from onnxplug.plugins import get_catalog
 from onnxplug.testing.model_suite import build, sample_inputs
+
 from tests.mixing_provider import MixingProvider
 from tests.test_profiling import _control_flow_model, _feeds
 

@@ -11,13 +11,13 @@ import shutil
 import subprocess
 
 import onnx
-import pytest
-
 import onnxplug as ort
+import pytest
 from onnxplug.cli import main
 from onnxplug.plugins import get_catalog
 from onnxplug.show import PALETTE
 from onnxplug.testing.model_suite import build
+
 from tests.mixing_provider import MixingProvider
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot is not installed")
@@ -44,7 +44,7 @@ def page(tmp_path_factory):
 def _nodes(text):
     """(node id, provider, fill) of each drawn node in the page source."""
     found = []
-    for match in re.finditer(r'<g id="(n\d+_\d+)" class="node provider&#45;(\w+)">.*?fill="([^"]+)"', text, re.S):
+    for match in re.finditer(r'<g id="(n\d+_\d+)" class="node provider&#45;(\w+)">.*?fill="([^"]+)"', text, re.DOTALL):
         found.append(match.groups())
     return found
 
