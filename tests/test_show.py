@@ -59,6 +59,7 @@ def test_every_node_is_drawn_in_its_providers_colour(page):
     assert {p for _, p, _ in nodes} == {"mixing", "numpy"}
     assert all(fill == colours[p] for _, p, fill in nodes)
     assert 'class="edge copy"' in text  # values crossing between the two providers
+    assert "\\n" not in text  # labels break lines, not show escapes
     assert "http://" not in text.replace("http://www.w3.org", "")  # nothing fetched from the network
 
 

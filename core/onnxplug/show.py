@@ -40,7 +40,7 @@ def dot_source(groups: Sequence[Any], colours: Mapping[str, str], times_ms: Mapp
             tip += [f"{d.provider} declined: {d.kind}: {d.reason}" for d in declined]
             if time is not None:
                 tip.append(f"time: {time:.3f} ms")
-            label = f"{node.op_type}\\n{node.name}" + (f"\\n{time:.3f} ms" if time is not None else "")
+            label = f"{node.op_type}\n{node.name}" + (f"\n{time:.3f} ms" if time is not None else "")
             body.append(f"{nid} [id={_q(nid)}, label={_q(label)}, fillcolor={_q(colours[provider])}, "
                         f"tooltip={_q(chr(10).join(tip))}, class={_q('provider-' + provider)}];")
             for out in node.outputs:
