@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from numba_test_helpers import assert_close, run_numba, run_onnxruntime
@@ -44,3 +45,53 @@ def test_chain_of_two_branches_whose_shapes_do_not_broadcast_together(rng):
     got, session = run_numba(model, feeds)
     assert_close(got, run_onnxruntime(model, feeds))
     assert [s.kind for s in session.engine.plan.steps] == ["fused"]
+
+
+def _special_inputs() -> np.ndarray:
+    rng = np.random.default_rng(11)
+    spread = [rng.standard_normal(20_000) * s for s in (0.01, 1.0, 4.0, 12.0, 30.0)]
+    special = [0.0, -0.0, 1e-30, -1e-30, 1e-45, 9.0, -9.0, 18.0, -18.0, np.inf, -np.inf, np.nan]
+    return np.concatenate([*spread, np.linspace(-20, 20, 4001), special]).astype(np.float32)
+
+
+@pytest.mark.parametrize("op_type", ["Sigmoid", "Tanh"])
+def test_float32_sigmoid_and_tanh_are_onnxruntimes_bit_for_bit(op_type):
+    model = _model([helper.make_node(op_type, ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ("n",))],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n",))])
+    feeds = {"x": _special_inputs()}
+    got, _ = run_numba(model, feeds)
+    np.testing.assert_array_equal(got[0], run_onnxruntime(model, feeds)[0])
+
+
+def test_swish_before_dynamic_quantize_linear_gives_onnxruntimes_steps(rng):
+    """x * Sigmoid(x) (one fused chain) quantized by DynamicQuantizeLinear: a sigmoid an ulp off
+    moved quantization steps (ddddocr's quantized OCR model)."""
+    model = _model([helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["m"]),
+                    helper.make_node("DynamicQuantizeLinear", ["m"], ["y", "scale", "zero"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 96, 1024))],
+                   [helper.make_tensor_value_info("y", TensorProto.UINT8, None),
+                    helper.make_tensor_value_info("scale", TensorProto.FLOAT, None),
+                    helper.make_tensor_value_info("zero", TensorProto.UINT8, None)])
+    x = rng.uniform(-4, 4, (1, 96, 1024)).astype(np.float32)
+    x[0, 7, 11] = 5.0  # the maximum, which sets the scale: 5 * sigmoid(5) is where an ulp showed
+    feeds = {"x": x}
+    got, session = run_numba(model, feeds, fallback=True)
+    assert any(s.kind == "fused" and s.provider.name == "numba" for s in session.engine.plan.steps)
+    for a, e in zip(got, run_onnxruntime(model, feeds)):
+        np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("act", ["Sigmoid", "Tanh"])
+def test_conv_with_a_sigmoid_or_tanh_epilogue(rng, act):
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    model = _model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                    helper.make_node(act, ["c"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 8, 8))],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [onnx.numpy_helper.from_array(w, "w")])
+    feeds = {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    got, session = run_numba(model, feeds)
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
+    assert_close(got, run_onnxruntime(model, feeds), rtol=1e-5, atol=1e-6)
+

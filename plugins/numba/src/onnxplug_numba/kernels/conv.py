@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from onnxplug_numba.kernels.fastmath import sigmoid, tanh
+
 #: Activation codes of the epilogues, with the meaning of (alpha, beta).
 ACTIVATIONS = {"": 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6}
 
@@ -22,10 +24,10 @@ def _activate(v, act, alpha, beta):  # type: ignore[no-untyped-def]
         return v if v < beta else beta
     if act == 3:
         return v if v >= 0 else v * alpha
-    if act == 4:
-        return 1 / (1 + np.exp(-v)) if v >= 0 else np.exp(v) / (1 + np.exp(v))
+    if act == 4:  # float32: onnxruntime's own approximations, as its fused conv
+        return sigmoid(v)
     if act == 5:
-        return np.tanh(v)
+        return tanh(v)
     if act == 6:
         h = alpha * v + beta
         return 0 * v if h < 0 else (1 + 0 * v if h > 1 else h)

@@ -1,8 +1,12 @@
 """Vectorisable float32 exp, tanh, sigmoid and erf.
 
 numba calls libm for ``np.exp`` on scalars, which stops LLVM from vectorising a loop. These are
-branch-free (selects only) polynomial versions with Cephes' coefficients, accurate to a few float32
-ulps; 2**n is built from its exponent bits by an LLVM bitcast.
+branch-free (selects only) polynomial versions. exp and erf use Cephes' coefficients, accurate to
+a few float32 ulps; 2**n is built from its exponent bits by an LLVM bitcast. sigmoid and tanh are
+onnxruntime's own (MLAS's rational approximations, as the numpy provider's ``_mlas_math``), bit for
+bit: an ulp of difference there moves the steps of a DynamicQuantizeLinear downstream. Their
+float32 fused multiply-adds are done in float64 (the product of two float32 values is exact there)
+and rounded to float32, so they do not depend on the CPU having FMA.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 _LOG2E = np.float32(1.44269504088896341)
 _LN2_HI = np.float32(0.693359375)
@@ -51,24 +55,60 @@ def exp32(x):  # type: ignore[no-untyped-def]
     return y if v == v else v
 
 
-@njit(inline="always", fastmath={"contract"}, cache=True)
+def _f32(*values: float) -> tuple[float, ...]:
+    """MLAS's constants as it stores them (float32), held as float64 for the fused steps."""
+    return tuple(float(np.float32(v)) for v in values)
+
+
+# MLAS logistic.cpp and tanh.cpp: odd p and even q in x * x, highest power first
+_LOGISTIC_P = _f32(4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05, 8.51377133304701e-03,
+                   2.48287947061529e-01)
+_LOGISTIC_Q = _f32(6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06, 1.70198817374094e-03,
+                   1.16817656904453e-01, 9.93151921023180e-01)
+_TANH_P = _f32(-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+               1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
+_TANH_Q = _f32(1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
+
+
+@njit(inline="always", cache=True)
+def _clamp32(v, lo, hi):  # type: ignore[no-untyped-def]
+    """v within [lo, hi], NaN kept."""
+    v = v if (v >= lo or v != v) else np.float32(lo)
+    return v if (v <= hi or v != v) else np.float32(hi)
+
+
+@njit(inline="always", cache=True)
+def _fma32(a, s, c):  # type: ignore[no-untyped-def]
+    """float32 fused multiply-add a * s + c (``s`` float64 holding a float32 value)."""
+    return np.float32(np.float64(a) * s + c)
+
+
+@njit(inline="always", cache=True)
 def sigmoid32(x):  # type: ignore[no-untyped-def]
-    v = np.float32(x)
-    return np.float32(1.0) / (np.float32(1.0) + exp32(-v))
+    """The logistic function for float32 as onnxruntime computes it (MLAS): p(v) / q(v) + 1/2 on
+    v = x clamped to [-18, 18], floored at 0. (Horner's rule unrolled: a loop over the
+    coefficients stops LLVM from vectorising the caller's loop.)"""
+    v = _clamp32(np.float32(x), -18.0, 18.0)
+    s = np.float64(v * v)
+    c = _LOGISTIC_P
+    p = _fma32(_fma32(_fma32(_fma32(np.float32(c[0]), s, c[1]), s, c[2]), s, c[3]), s, c[4])
+    c = _LOGISTIC_Q
+    q = _fma32(_fma32(_fma32(_fma32(_fma32(np.float32(c[0]), s, c[1]), s, c[2]), s, c[3]), s, c[4]), s, c[5])
+    y = p * v / q + np.float32(0.5)
+    return y if (y >= 0 or y != y) else np.float32(0.0)
 
 
-@njit(inline="always", fastmath={"contract"}, cache=True)
+@njit(inline="always", cache=True)
 def tanh32(x):  # type: ignore[no-untyped-def]
-    """tanh for float32: Cephes' odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above."""
-    v = np.float32(x)
-    a = abs(v)
-    z = v * v
-    small = ((((np.float32(-5.70498872745e-3) * z + np.float32(2.06390887954e-2)) * z
-               - np.float32(5.37397155531e-2)) * z + np.float32(1.33314422036e-1)) * z
-             - np.float32(3.33332819422e-1)) * z * v + v
-    large = np.float32(1.0) - np.float32(2.0) / (exp32(a + a) + np.float32(1.0))
-    large = large if v >= 0 else -large
-    return small if a < np.float32(0.625) else large
+    """tanh for float32 as onnxruntime computes it (MLAS): p(v) / q(v) on v = x clamped to [-9, 9]."""
+    v = _clamp32(np.float32(x), -9.0, 9.0)
+    s = np.float64(v * v)
+    c = _TANH_P
+    p = _fma32(_fma32(_fma32(_fma32(_fma32(_fma32(np.float32(c[0]), s, c[1]), s, c[2]), s, c[3]), s, c[4]), s,
+                      c[5]), s, c[6])
+    c = _TANH_Q
+    q = _fma32(_fma32(_fma32(np.float32(c[0]), s, c[1]), s, c[2]), s, c[3])
+    return p * v / q
 
 
 @njit(inline="always", fastmath={"contract"}, cache=True)
@@ -89,3 +129,36 @@ def erf32(x):  # type: ignore[no-untyped-def]
     series = v * (np.float32(1.1283791671) + s * (np.float32(-0.3761263890) + s * (np.float32(0.1128379167) + s * (
         np.float32(-0.0268661706) + s * (np.float32(0.0052239776) + s * np.float32(-0.0008548327))))))
     return series if z < np.float32(0.5) else r
+
+
+def sigmoid(x):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
+    """The logistic function of a float scalar in compiled code: ``sigmoid32`` for float32."""
+    raise NotImplementedError
+
+
+def tanh(x):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
+    """tanh of a float scalar in compiled code: ``tanh32`` for float32."""
+    raise NotImplementedError
+
+
+def _sigmoid64(x):  # type: ignore[no-untyped-def]
+    if x >= 0:
+        return 1.0 / (1.0 + np.exp(-x))
+    e = np.exp(x)
+    return e / (1.0 + e)
+
+
+def _tanh64(x):  # type: ignore[no-untyped-def]
+    return np.tanh(x)
+
+
+# Inlined into the loops (a call would carry numba's error checks and stop vectorisation); the
+# plain Python functions are given so the inliner sees one function body, not a wrapper.
+@overload(sigmoid, inline="always")
+def _sigmoid_impl(x):  # type: ignore[no-untyped-def]
+    return sigmoid32.py_func if x == types.float32 else _sigmoid64
+
+
+@overload(tanh, inline="always")
+def _tanh_impl(x):  # type: ignore[no-untyped-def]
+    return tanh32.py_func if x == types.float32 else _tanh64

@@ -1,6 +1,7 @@
 """Compiled pieces a generated Loop body calls (see ``fusion.loop_codegen``): float32 products on
-numpy's OpenBLAS, vectorisable tanh, exp and sigmoid, a checked Gather, the growth of scan-output
-buffers and a condition's truth.
+numpy's OpenBLAS, the float32 tanh, exp and sigmoid of ``kernels.fastmath`` (tanh and sigmoid as
+onnxruntime computes them), a checked Gather, the growth of scan-output buffers and a condition's
+truth.
 
 Errors raise with a fixed message; the Loop kernel then reruns the call on the generic path, whose
 error names the body node at fault.

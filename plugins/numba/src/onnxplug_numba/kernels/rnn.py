@@ -5,8 +5,8 @@ biases: the loops add them when they start a step's gates); these loops do the s
 The hidden-state product of a step is, for float32, the register-blocked tile of
 ``kernels.rnn_tile`` over ``R^T`` packed in panels (3-D weights); for float64 (``R^T`` as
 (H, cols)) rows of ``R^T`` scaled by one hidden value and added to the whole batch's gate rows, so
-the innermost loop is contiguous and LLVM vectorises it. float32 uses the vectorisable
-activations of ``kernels.fastmath``; float64 uses libm.
+the innermost loop is contiguous and LLVM vectorises it. float32 uses the activations of
+``kernels.fastmath`` (onnxruntime's own, bit for bit); float64 uses libm.
 """
 
 from __future__ import annotations
@@ -18,39 +18,9 @@ from numba import njit, prange, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from onnxplug_numba.kernels.fastmath import sigmoid32, tanh32
+from onnxplug_numba.kernels.fastmath import sigmoid as _sigmoid
+from onnxplug_numba.kernels.fastmath import tanh as _tanh
 from onnxplug_numba.kernels.rnn_tile import PANEL, add_panel_products
-
-
-def _sigmoid(x):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
-    raise NotImplementedError
-
-
-def _tanh(x):  # type: ignore[no-untyped-def]  # pragma: no cover - replaced by the overload
-    raise NotImplementedError
-
-
-def _sigmoid64(x):  # type: ignore[no-untyped-def]
-    if x >= 0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
-def _tanh64(x):  # type: ignore[no-untyped-def]
-    return np.tanh(x)
-
-
-# Inlined into the loops (a call would carry numba's error checks and stop vectorisation); the
-# plain Python functions are given so the inliner sees one function body, not a wrapper.
-@overload(_sigmoid, inline="always")
-def _sigmoid_impl(x):  # type: ignore[no-untyped-def]
-    return sigmoid32.py_func if x == types.float32 else _sigmoid64
-
-
-@overload(_tanh, inline="always")
-def _tanh_impl(x):  # type: ignore[no-untyped-def]
-    return tanh32.py_func if x == types.float32 else _tanh64
 
 
 @njit(inline="always", fastmath={"contract"})
