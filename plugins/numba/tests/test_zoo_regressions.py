@@ -95,3 +95,18 @@ def test_conv_with_a_sigmoid_or_tanh_epilogue(rng, act):
     assert [s.kind for s in session.engine.plan.steps] == ["fused"]
     assert_close(got, run_onnxruntime(model, feeds), rtol=1e-5, atol=1e-6)
 
+
+def test_mul_then_add_chain_rounds_each_op_as_onnxruntime(rng):
+    """A fused Mul -> Add -> Floor: each op rounds to float32 on its own, as onnxruntime's kernels
+    do (a fused multiply-add moved a Floor by a whole step in ddddocr's fake-quantized model)."""
+    model = _model([helper.make_node("Mul", ["x", "a"], ["m"]), helper.make_node("Add", ["m", "b"], ["s"]),
+                    helper.make_node("Floor", ["s"], ["y"])],
+                   [helper.make_tensor_value_info(n, TensorProto.FLOAT, (64, 1024)) for n in ("x", "a", "b")],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    x = rng.uniform(-100, 100, (64, 1024)).astype(np.float32)
+    a = rng.uniform(-100, 100, (64, 1024)).astype(np.float32)
+    b = np.floor(-x.astype(np.float64) * a).astype(np.float32)  # x * a + b near a whole number
+    feeds = {"x": x, "a": a, "b": b}
+    got, session = run_numba(model, feeds)
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
+    np.testing.assert_array_equal(got[0], run_onnxruntime(model, feeds)[0])

@@ -8,7 +8,8 @@ Two loop shapes are generated:
   (coalesced) axis, each input reached through its own element strides. Per input, the innermost
   stride is specialised: ``c`` (1, contiguous), ``z`` (0, one value per row) or ``g`` (any other).
 
-Each module defines one ``kernel`` (``nogil=True``, ``cache=True``) over a range ``[lo, hi)``, and
+Each module defines one ``kernel`` (``nogil=True``, ``cache=True``, no fastmath flag: every op
+rounds as its own kernel would) over a range ``[lo, hi)``, and
 ``kernel_shared``, which runs it in parts inside a numba prange region (for large calls: handing a
 part to a Python pool thread costs far more on this kind of virtual machine). A second process
 loads the machine code of both from disk.
@@ -124,7 +125,9 @@ def generate(program: Program, mode: str, kinds: tuple[str, ...]) -> str:
               "op_softplus,", "    op_hard_sigmoid, op_gelu, op_gelu_tanh, op_round_even, op_sign, "
               "op_mod_python, op_mod_c, op_mod_float, op_div_trunc, op_gelu32, op_gelu_tanh32)",
               "from onnxplug_numba.kernels.fastmath import exp32, tanh32, sigmoid32, erf32", "", ""]
-    body = ["@njit(nogil=True, error_model='numpy', fastmath={'contract'}, cache=True)"] + make(program, kinds, "kernel")
+    # no fastmath 'contract': a Mul then an Add must round twice, as onnxruntime's kernels do (a
+    # fused multiply-add moves a Floor or a quantization step downstream by a whole step)
+    body = ["@njit(nogil=True, error_model='numpy', cache=True)"] + make(program, kinds, "kernel")
     return "\n".join(header + body + ["", ""] + _shared(body[1])) + "\n"
 
 
