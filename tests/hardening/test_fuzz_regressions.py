@@ -90,3 +90,14 @@ def test_initializer_of_a_data_type_outside_the_enum_is_refused():
     m.graph.initializer[0].data_type = 120
     with pytest.raises(ModelValidationError, match=r"initializer\[0\]\.data_type = 120"):
         ort.InferenceSession(m.SerializeToString())
+
+
+def test_huge_declared_input_does_not_stall_shape_inference():
+    # seed 2 case 1811: onnx's data propagation of Size over a [2^40] input never ended
+    g = helper.make_graph([helper.make_node("Size", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**40])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    assert fuzz.classify(m.SerializeToString(), limit_s=10.0)[0] in ("ok", "typed")
+    assert fuzz.classify(fuzz.make_case(2, 1811), limit_s=10.0)[0] in ("ok", "typed")

@@ -330,10 +330,26 @@ def _infer_types(proto: onnx.ModelProto, graph: Graph, size: int, serialized: by
         return
     try:
         inferred = shape_inference.infer_shapes(proto if serialized is None else serialized, check_type=False,
-                                                strict_mode=False, data_prop=True)
+                                                strict_mode=False, data_prop=_small_inputs(proto))
     except Exception:  # onnx raises several types; inference is an optimisation here
         return
     _merge_types(inferred.graph, graph, declared_dim_names(proto))
+
+
+#: onnx's data propagation takes time linear in a declared input's size (Size of a [2^40] input
+#: never ends), so it is only asked for when every static input shape is at most this many elements.
+_DATA_PROP_MAX_ELEMENTS = 2**20
+
+
+def _small_inputs(proto: onnx.ModelProto) -> bool:
+    for vi in proto.graph.input:
+        count = 1
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                count *= max(d.dim_value, 1)
+        if count > _DATA_PROP_MAX_ELEMENTS:
+            return False
+    return True
 
 
 def _merge_types(inferred: onnx.GraphProto, graph: Graph, names: frozenset[str]) -> None:
