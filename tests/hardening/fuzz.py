@@ -22,9 +22,8 @@ import warnings
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
-
 import onnxplug as ort
+from onnx import TensorProto, helper
 from onnxplug.errors import OnnxplugError
 
 OPSET = 17

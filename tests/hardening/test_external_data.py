@@ -6,10 +6,9 @@ import os
 
 import numpy as np
 import onnx
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper
-
-import onnxplug as ort
 from onnxplug.errors import ExternalDataError
 
 

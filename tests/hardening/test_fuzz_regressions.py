@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper
-
-import onnxplug as ort
 from onnxplug.errors import ModelProtobufError, ModelValidationError, UnknownOpError
 from onnxplug.ir.graph import Node
 from onnxplug.ir.validate import check_known_op
+
 from tests.hardening import fuzz
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper
-
-import onnxplug as ort
 from onnxplug.errors import KernelError, ModelValidationError
 
 _I = onnx.numpy_helper.from_array

@@ -144,7 +144,7 @@ def _check_fields(msg, label: str, path: str) -> None:
                                        "element type")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _checked_fields(descriptor) -> tuple:
     """(field, repeated) of a message type's message, string and element-type fields."""
     return tuple((f, f.is_repeated if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED)
