@@ -240,6 +240,16 @@ def run_case(data: bytes) -> None:
             sess.run(None, feeds)
 
 
+def _op_types(data: bytes) -> str:
+    """The top graph's op types, which tell one hang from another."""
+    m = onnx.ModelProto()
+    try:
+        m.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - only a label
+        return "?"
+    return "+".join(sorted({str(n.op_type) for n in m.graph.node})) or "no nodes"
+
+
 def _on_alarm(signum, frame):
     raise CaseTimeout()
 
@@ -252,7 +262,7 @@ def classify(data: bytes, limit_s: float = 10.0) -> tuple[str, str]:
         run_case(data)
         return "ok", ""
     except CaseTimeout:
-        return "hang", f"over {limit_s}s"
+        return "hang", f"over {limit_s}s in a graph of {_op_types(data)}"
     except OnnxplugError as e:
         return "typed", type(e).__name__
     except Exception as e:  # noqa: BLE001 - the point is to see every other exception

@@ -41,7 +41,7 @@ def test_harness_sees_an_escape_and_a_hang(monkeypatch):
         while True:
             pass
     monkeypatch.setattr(fuzz, "run_case", slow)
-    assert fuzz.classify(b"", limit_s=0.2) == ("hang", "over 0.2s")
+    assert fuzz.classify(b"", limit_s=0.2)[0] == "hang"
 
 
 def test_short_fuzz_run_has_no_escape_and_no_hang(memory_cap):
