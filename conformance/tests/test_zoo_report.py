@@ -95,3 +95,12 @@ def test_a_long_only_list_is_shown_as_its_count(fake_zoo: Path) -> None:
     assert "`onnxplug conformance numpy --zoo --only <4 models>`" in text
     saved = results.load_all(fake_zoo)["numpy"]["command"]
     assert saved.endswith("--only fake_mlp,fake_tokens,fake_strings,fake_quantized")  # kept whole in the results
+
+
+def test_a_result_of_an_earlier_build_says_so(fake_zoo: Path) -> None:
+    from onnxplug_conformance.zoo.report import cell
+
+    entry = {"status": "built", "sha256": "new"}
+    result = {"match": True, "claimed": 1.0, "sha256": "old"}
+    assert cell(result, entry) == "match, 100% (an earlier build of the model)"
+    assert cell({**result, "sha256": "new"}, entry) == "match, 100%"

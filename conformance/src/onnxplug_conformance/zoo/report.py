@@ -50,6 +50,13 @@ def cell(result: Mapping[str, Any] | None, entry: Mapping[str, Any]) -> str:
         return "not built"
     if result is None:
         return "not run"
+    text = _cell(result)
+    if result.get("sha256") and entry.get("sha256") and result["sha256"] != entry["sha256"]:
+        text += " (an earlier build of the model)"
+    return text
+
+
+def _cell(result: Mapping[str, Any]) -> str:
     claimed = claimed_text(result.get("claimed"))
     if result.get("match"):
         return f"match, {claimed}"
