@@ -49,6 +49,16 @@ def test_dtype_and_shape_follow_the_spec(kind: str, shape_set: int) -> None:
         assert all(type(v) is str for v in value.flat)
 
 
+
+@pytest.mark.parametrize("kind", ["constant", "integers", "normal"])
+def test_a_0d_input_stays_0d(kind: str) -> None:
+    # silero-vad's sample rate is a 0-d int64: a generator must not feed it as shape (1,)
+    params = {"constant": {"value": 16000}, "integers": {"low": 0, "high": 4}, "normal": {}}[kind]
+    spec = InputSpec("sr", "float32" if kind == "normal" else "int64", ((), ()), kind, params)
+    value = _one(spec)
+    assert value.shape == () and value.ndim == 0
+
+
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_same_seed_same_values_other_seed_or_shape_set_other_values(kind: str) -> None:
     spec = CASES[kind]

@@ -90,7 +90,7 @@ def generate(spec: InputSpec, shape_set: int, rng: np.random.Generator, where: s
         out = np.empty(shape, dtype=object)
         out.flat[:] = [str(v) for v in np.asarray(values, dtype=object).flat] if out.size else []
         return out
-    return np.ascontiguousarray(np.asarray(values).astype(dtype))
+    return np.asarray(values).astype(dtype, order="C")  # ascontiguousarray would make a 0-d input 1-d
 
 
 def _floats_only(dtype: np.dtype, kind: str, where: str) -> None:
