@@ -17,14 +17,14 @@ def _by_name(name: str):
     return next(m for m in MODELS if m.name == name)
 
 
-def test_names_families_and_one_ci_model_per_module():
+def test_names_families_and_one_ci_model_per_family():
     assert len({m.name for m in MODELS}) == len(MODELS)
     assert {m.family for m in sklearn_models.MODELS} == {"sklearn"}
     assert {m.exporter for m in sklearn_models.MODELS} == {"skl2onnx", "onnxmltools"}
     assert {m.family for m in ort_tools.MODELS} == {"quantized", "ort-tools"}
     assert {(m.source_package, m.exporter) for m in ort_tools.MODELS} == {("onnxruntime", "onnxruntime-tools")}
     assert [m.name for m in sklearn_models.MODELS if m.tier == "ci"] == ["sklearn-logreg"]
-    assert [m.name for m in ort_tools.MODELS if m.tier == "ci"] == ["ort-quantized-lstm"]
+    assert [m.name for m in ort_tools.MODELS if m.tier == "ci"] == ["quantized-cnn-qdq", "ort-quantized-lstm"]
     assert all(m.quantized for m in ort_tools.MODELS if m.family == "quantized")
 
 

@@ -134,7 +134,7 @@ MODELS: list[ZooModel] = [
            _from_source(src.export_cnn, _quantize_static("QDQ")),
            "ai.onnx QuantizeLinear x11, DequantizeLinear x22 (uint8 activations, int8 weights, int32 biases) around "
            "float Conv x4 (ReLUs folded into the ranges), Add, MaxPool, GlobalAveragePool, MatMul, Gemm",
-           quantized=True),
+           quantized=True, tier="ci"),
     _model("quantized-cnn-qoperator", "quantized", f"quantize_static(QOperator, U8 activations, S8 weights) of {_CNN}",
            _IMAGES, _from_source(src.export_cnn, _quantize_static("QOperator")),
            "ai.onnx QLinearConv x4, QLinearMatMul, QuantizeLinear, DequantizeLinear, MaxPool on uint8; com.microsoft "

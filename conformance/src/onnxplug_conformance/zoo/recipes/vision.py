@@ -206,7 +206,8 @@ def _segmenter_adapter(model: Any) -> Any:
     return Segmenter(model)
 
 
-def _segmenter(name: str, exporter: str = "torchscript", opset: int = 17, seed: int = 0) -> ZooModel:
+def _segmenter(name: str, exporter: str = "torchscript", opset: int = 17, seed: int = 0,
+               tier: str = "full") -> ZooModel:
     shapes = ((1, 3, 96, 96), (2, 3, 128, 160))
     return ZooModel(
         name=name, family="segmentation", source_package="torchvision",
@@ -216,7 +217,7 @@ def _segmenter(name: str, exporter: str = "torchscript", opset: int = 17, seed: 
         build=partial(_build, make=_lraspp, shape=shapes[0], seed=seed, exporter=exporter, opset=opset,
                       output_names=("out",), spatial=True, wrap=_segmenter_adapter),
         notes="dynamic batch, height and width; the head's upsampling to the input size is a Resize",
-        seed=seed)
+        seed=seed, tier=tier)
 
 
 MODELS: list[ZooModel] = [
@@ -250,7 +251,7 @@ MODELS: list[ZooModel] = [
         notes="exported at batch 1 and a fixed image size, so the two shape sets differ only in content; "
               "the output layers are scaled so scores lie well apart and boxes keep their size, but a "
               "detection whose score or overlap sits within rounding of a threshold may still legitimately differ"),
-    _segmenter("lraspp-mobilenetv3"),
+    _segmenter("lraspp-mobilenetv3", tier="ci"),
     # the same networks from the dynamo exporter, and from TorchScript at opset 13
     _classifier("resnext-26ts-dynamo", "timm", "timm resnext26ts, 64x64, dynamo exporter",
                 partial(_timm_model, "resnext26ts"), exporter="dynamo", opset=18),
