@@ -151,6 +151,10 @@ class OrtValueError(OnnxplugError, ValueError, _s.InvalidArgument):
     device, the data is not an array, or its shape or element type differs from the value's."""
 
 
+class RunTerminatedError(OnnxplugError, RuntimeError, _s.Fail):
+    """A run stopped because its ``RunOptions.terminate`` was set (:mod:`onnxplug.cancellation`)."""
+
+
 class KernelError(OnnxplugError, RuntimeError, _s.Fail, _s.RuntimeException):
     """A kernel failed while computing a node; the message names the node and provider."""
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
+from onnxplug.cancellation import check_terminate
 from onnxplug.device import CPU, Device
 from onnxplug.errors import KernelError, OnnxplugError
 from onnxplug.ir import Graph
@@ -366,6 +367,7 @@ class SubgraphPlan:
         keep_going = as_bool(cond) if use_cond else True
         i = 0
         while keep_going and i < limit:
+            check_terminate(" in a Loop body")
             out = self([np.array(i, np.int64), cond, *carried], scope)
             cond, carried = out[0], tuple(out[1:1 + n_carried])
             for values, value in zip(scans, out[1 + n_carried:]):

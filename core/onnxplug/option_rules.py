@@ -84,7 +84,8 @@ _RULES: tuple[Rule, ...] = (
     Rule(RUN_OPTIONS, "run_tag", IMPLEMENTED, "kept with the run options (onnxplug's name; onnxruntime has `logid`)"),
     Rule(RUN_OPTIONS, "only_execute_path_to_fetches", TUNING, "computes only what the requested outputs need in "
          "onnxruntime; the requested outputs are the same either way"),
-    Rule(RUN_OPTIONS, "terminate", REFUSED, "onnxplug cannot stop a run in progress", ("0",)),
+    Rule(RUN_OPTIONS, "terminate", IMPLEMENTED, "True, set from another thread, stops the run before it starts "
+         "or at its next Loop iteration with `RunTerminatedError`; a single kernel call is not interrupted"),
     # --- session config entries (add_session_config_entry) ------------------------------------
     Rule(SESSION_CONFIG, "session.disable_cpu_ep_fallback", IMPLEMENTED, "'1' fails session creation when the "
          "requested providers leave nodes unclaimed, and does not add `numpy` last"),

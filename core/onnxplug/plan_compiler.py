@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from onnxplug.cancellation import check_terminate
+
 if TYPE_CHECKING:
     from onnxplug.executor import Plan, Step
 
@@ -63,7 +65,7 @@ class _GeneratedFunction:
         factory_args = ", ".join(writer.closure)
         code = f"def _factory({factory_args}):\n{writer.source()}\n    return {name}\n"
         helpers = {"_copy": copy, "_first": _first, "_outputs": _outputs, "_as_bool": as_bool,
-                   "_array": np.array, "_int64": np.dtype(np.int64)}
+                   "_array": np.array, "_int64": np.dtype(np.int64), "_check_terminate": check_terminate}
         exec(compile(code, self.filename, "exec"), helpers, namespace)
         self.function = namespace["_factory"](*writer.closure.values())
         self._code: CodeType = self.function.__code__
@@ -139,6 +141,7 @@ class CompiledLoop(_GeneratedFunction):
         writer.line("i = 0")
         writer.line("keep_going = _as_bool(cond) if use_cond else True")
         writer.line("while keep_going and i < limit:")
+        writer.line("_check_terminate(' in a Loop body')", indent=3)  # RunOptions.terminate, per iteration
         writer.line(f"{w(iteration)} = _array(i, _int64)", indent=3)  # a fresh int64 scalar tensor
         writer.write_steps(indent=3, keep=set(writer.loaded))  # outer values serve every iteration
         # the next iteration's condition and carried values, assigned together (one may read another)

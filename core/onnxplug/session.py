@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from onnxplug import ep_devices, host_memory, logs
+from onnxplug import cancellation, ep_devices, host_memory, logs
 from onnxplug.device import CPU
 from onnxplug.engine import Engine
 from onnxplug.errors import InputTypeError, InvalidInputError, OrtValueError, UnsupportedOptionError
@@ -108,7 +108,13 @@ class InferenceSession:
         :class:`OrtValue` (device values are copied to the host)."""
         engine = self._engine
         wanted = engine.check_outputs(output_names)
-        outputs = engine.run(engine.check_feeds(input_feed), wanted)
+        feeds = engine.check_feeds(input_feed)
+        token = cancellation.current_run_options.set(run_options)
+        try:
+            cancellation.check_terminate()
+            outputs = engine.run(feeds, wanted)
+        finally:
+            cancellation.current_run_options.reset(token)
         if self._trim_after_run:
             host_memory.release_free_memory()
         return outputs
