@@ -16,6 +16,7 @@ import collections
 import random
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -24,7 +25,7 @@ import numpy as np
 import onnx
 import onnxplug as ort
 from onnx import TensorProto, helper
-from onnxplug.errors import OnnxplugError
+from onnxplug.errors import OnnxplugError, RunTerminatedError
 
 OPSET = 17
 
@@ -230,14 +231,24 @@ def _feeds(sess) -> dict | None:
     return feeds
 
 
-def run_case(data: bytes) -> None:
-    """Load, check, optimise and run one model (bytes), with inputs from its declared shapes."""
+def run_case(data: bytes, cancel_after_s: float | None = None) -> None:
+    """Load, check, optimise and run one model (bytes), with inputs from its declared shapes; the
+    run is cancelled (``RunOptions.terminate``) from another thread after ``cancel_after_s``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sess = ort.InferenceSession(data, providers=["numpy"])
         feeds = _feeds(sess)
-        if feeds is not None:
-            sess.run(None, feeds)
+        if feeds is None:
+            return
+        options = ort.RunOptions()
+        timer = threading.Timer(cancel_after_s, setattr, (options, "terminate", True)) if cancel_after_s else None
+        if timer:
+            timer.start()
+        try:
+            sess.run(None, feeds, options)
+        finally:
+            if timer:
+                timer.cancel()
 
 
 def _op_types(data: bytes) -> str:
@@ -255,14 +266,18 @@ def _on_alarm(signum, frame):
 
 
 def classify(data: bytes, limit_s: float = 10.0) -> tuple[str, str]:
-    """("ok" | "typed" | "escape" | "hang", detail). The limit needs the main thread (SIGALRM)."""
+    """("ok" | "typed" | "terminated" | "escape" | "hang", detail). A run still going at half the
+    limit is cancelled (``terminated`` when that stops it); one still going at the limit, or a load
+    that long, is a hang. The limit needs the main thread (SIGALRM)."""
     old = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, limit_s)
     try:
-        run_case(data)
+        run_case(data, cancel_after_s=limit_s / 2)
         return "ok", ""
     except CaseTimeout:
         return "hang", f"over {limit_s}s in a graph of {_op_types(data)}"
+    except RunTerminatedError:
+        return "terminated", _op_types(data)
     except OnnxplugError as e:
         return "typed", type(e).__name__
     except Exception as e:  # noqa: BLE001 - the point is to see every other exception

@@ -11,7 +11,7 @@ import pytest
 
 from tests.hardening import fuzz
 
-CASES = 3000
+CASES = 8000
 
 
 @pytest.fixture
@@ -32,16 +32,20 @@ def test_cases_are_reproducible():
 
 
 def test_harness_sees_an_escape_and_a_hang(monkeypatch):
-    def boom(data):
+    def boom(data, **kwargs):
         raise KeyError("k")
     monkeypatch.setattr(fuzz, "run_case", boom)
     assert fuzz.classify(b"")[0] == "escape"
 
-    def slow(data):
+    def slow(data, **kwargs):
         while True:
             pass
     monkeypatch.setattr(fuzz, "run_case", slow)
     assert fuzz.classify(b"", limit_s=0.2)[0] == "hang"
+
+
+def test_a_loop_of_2_to_the_40_iterations_is_cancelled_not_a_hang():
+    assert fuzz.classify(fuzz.make_case(1, 445), limit_s=2.0) == ("terminated", "Loop")
 
 
 def test_short_fuzz_run_has_no_escape_and_no_hang(memory_cap):
