@@ -101,3 +101,14 @@ def test_huge_declared_input_does_not_stall_shape_inference():
     m.ir_version = 8
     assert fuzz.classify(m.SerializeToString(), limit_s=10.0)[0] in ("ok", "typed")
     assert fuzz.classify(fuzz.make_case(2, 1811), limit_s=10.0)[0] in ("ok", "typed")
+
+
+@pytest.mark.parametrize("value", [b"ne\xffrest", [b"a", b"\xc3\x28"]])
+def test_string_attribute_value_not_utf8_is_refused_by_name(value):
+    # seed 3 case 39356: UnicodeDecodeError from a STRING attribute's value
+    m = onnx.ModelProto()
+    m.ParseFromString(_add_relu())
+    m.graph.node[1].attribute.append(helper.make_attribute("mode", value))
+    with pytest.raises(ModelValidationError, match=r"node 'Relu_1' \(Relu\): string attribute 'mode' is not valid UTF-8"):
+        ort.InferenceSession(m.SerializeToString())
+    assert fuzz.classify(fuzz.make_case(3, 39356))[0] in ("ok", "typed")

@@ -243,10 +243,15 @@ def _convert_node(np_: onnx.NodeProto, opsets: dict[str, int], graph: Graph, lab
             attrs[ap.name] = Attribute(onnx.helper.get_attribute_value(ap), ap.type)
         else:
             attrs[ap.name] = Attribute(onnx.helper.get_attribute_value(ap), ap.type)
-            if ap.type == AttributeProto.STRING:
-                attrs[ap.name].value = attrs[ap.name].value.decode("utf-8")
-            elif ap.type == AttributeProto.STRINGS:
-                attrs[ap.name].value = [s.decode("utf-8") for s in attrs[ap.name].value]
+            try:  # string attributes are protobuf bytes: decoded here, refused by name when not UTF-8
+                if ap.type == AttributeProto.STRING:
+                    attrs[ap.name].value = attrs[ap.name].value.decode("utf-8")
+                elif ap.type == AttributeProto.STRINGS:
+                    attrs[ap.name].value = [s.decode("utf-8") for s in attrs[ap.name].value]
+            except UnicodeDecodeError:
+                raise ModelValidationError(f"model {label}: node {np_.name or f'{np_.op_type}_{index}'!r} "
+                                           f"({np_.op_type}): string "
+                                           f"attribute {ap.name!r} is not valid UTF-8") from None
     if domain not in opsets:
         raise ModelValidationError(f"model {label}: node {np_.name or index!r} ({np_.op_type}) uses domain "
                                    f"{domain!r}, which the model does not import")
