@@ -7,10 +7,9 @@ import time
 
 import numpy as np
 import onnx
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper
-
-import onnxplug as ort
 from onnxplug.errors import RunTerminatedError
 
 

@@ -109,6 +109,7 @@ def test_string_attribute_value_not_utf8_is_refused_by_name(value):
     m = onnx.ModelProto()
     m.ParseFromString(_add_relu())
     m.graph.node[1].attribute.append(helper.make_attribute("mode", value))
-    with pytest.raises(ModelValidationError, match=r"node 'Relu_1' \(Relu\): string attribute 'mode' is not valid UTF-8"):
+    with pytest.raises(ModelValidationError,
+                       match=r"node 'Relu_1' \(Relu\): string attribute 'mode' is not valid UTF-8"):
         ort.InferenceSession(m.SerializeToString())
     assert fuzz.classify(fuzz.make_case(3, 39356))[0] in ("ok", "typed")
