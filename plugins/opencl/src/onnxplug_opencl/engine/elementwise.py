@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from onnxplug_opencl.engine.dtypes import c_type, pragmas
+from onnxplug_opencl.engine.mlas_math import helpers_for
 from onnxplug_opencl.errors import OpenCLBuildError
 from onnxplug_opencl.runtime.context import ClRuntime
 from onnxplug_opencl.runtime.programs import render
@@ -150,7 +151,8 @@ class ElementwiseProgram:
                 index.append(f"    c = rem % dims.{comp}; rem /= dims.{comp};" if axis else "    c = rem;")
                 index.extend(f"    p{k} += c * st{k}.{comp};" for k in strided)
         key_types = set(b.inputs) | set(b.outputs)
-        return render("elementwise.cl", pragmas=pragmas(key_types), name=SCALAR_KERNEL,
+        prelude = "\n".join(filter(None, (pragmas(key_types), helpers_for(b.lines))))
+        return render("elementwise.cl", pragmas=prelude, name=SCALAR_KERNEL,
                       params="".join(", " + p for p in params), index="\n".join(index),
                       loads="\n".join(loads), body="\n".join("    " + line for line in b.lines),
                       stores="\n".join(stores))

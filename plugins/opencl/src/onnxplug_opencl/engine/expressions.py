@@ -3,7 +3,8 @@
 ``expression(node, args, in_types, out_type)`` returns the C expression computing one output
 element from the input elements named ``args``, or ``None`` when the op, its attributes or its
 element types are not supported (the node then stays unclaimed). Expressions use only OpenCL
-builtins, so the same text serves float and double.
+builtins, so the same text serves float and double, except float32 Sigmoid and Tanh, which call
+the scalar helpers of :mod:`.mlas_math` to give onnxruntime's bits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from onnxplug_sdk import Node
 
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS, INTEGERS, SIGNED, UNSIGNED, c_type
+from onnxplug_opencl.engine.mlas_math import FLOAT32_EXPRESSIONS
 
 Args = Sequence[str]
 Types = Sequence[np.dtype]
@@ -63,6 +65,8 @@ def _unary(node: Node, a: Args, t: Types, out: np.dtype) -> str | None:
     op, x, dt = node.op_type, a[0], t[0]
     T = c_type(dt)
     lit = lambda v: literal(v, dt)  # noqa: E731
+    if op in FLOAT32_EXPRESSIONS and dt == np.float32:  # onnxruntime's MLAS values, bit for bit
+        return FLOAT32_EXPRESSIONS[op].format(x=x)
     if op in _FLOAT_UNARY:
         return _float_unary(_FLOAT_UNARY[op])(node, a, t, out)
     if op in ("Identity", "Dropout"):

@@ -18,6 +18,7 @@ from onnxplug_sdk import FusedSubgraph, Kernel, KernelContext, Node
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS, c_type
 from onnxplug_opencl.engine.elementwise import Body, ElementwiseProgram, View, vector_width
 from onnxplug_opencl.engine.expressions import expression, operand_inputs
+from onnxplug_opencl.engine.mlas_math import CALL_PREFIX
 from onnxplug_opencl.errors import OpenCLError
 
 
@@ -55,7 +56,7 @@ def chain_body(nodes: Sequence[Node], inputs: Sequence[str], outputs: Sequence[s
     # Vector statements need every value in one float type: no casts, no boolean results.
     types = {np.dtype(dtype_of(n)) for n in [*inputs, *outputs, *(node.outputs[0] for node in nodes)]}
     vectorizable = len(types) == 1 and types <= FLOATS and all(n.op_type != "Cast" for n in nodes) \
-        and not any(_SCALAR_CAST.search(line) for line in vector)
+        and not any(_SCALAR_CAST.search(line) or CALL_PREFIX in line for line in vector)
     return Body(tuple(np.dtype(dtype_of(n)) for n in inputs), tuple(np.dtype(dtype_of(n)) for n in outputs),
                 tuple(lines), tuple(vector) if vectorizable else None)
 
