@@ -100,4 +100,4 @@ def test_generated_source_has_no_tensor_names_but_keeps_dtypes_and_flags():
     assert codegen.generate(program(("x", "b", "s", "y"), "float64"), "flat", ("c", "c")) != plain
     assert codegen.generate(program(("x", "b", "s", "y"), "float32"), "flat", ("c", "z")) != plain
     # flags are part of the hashed source; no fastmath, so each op rounds as onnxruntime's kernels do
-    assert "error_model='numpy'" in plain and "fastmath" not in plain
+    assert "error_model='numpy'" in plain and "fastmath=" not in plain
