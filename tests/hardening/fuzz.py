@@ -42,14 +42,10 @@ def _model(nodes, inputs, outputs, inits=(), opset=OPSET) -> onnx.ModelProto:
     return m
 
 
-def seed_models() -> list[bytes]:
-    """Small valid models whose bytes the mutator starts from."""
+def add_one_loop_body() -> onnx.GraphProto:
+    """A Loop body adding one to a float[4] carried value per iteration (condition passed through)."""
     f = TensorProto.FLOAT
-    b = onnx.numpy_helper.from_array(np.array([1, -1, 2, -2], np.float32), "b")
-    w = onnx.numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
-    shape = onnx.numpy_helper.from_array(np.array([2, -1], np.int64), "shape")
-    idx = onnx.numpy_helper.from_array(np.array([0, 2], np.int64), "idx")
-    body = helper.make_graph(
+    return helper.make_graph(
         [helper.make_node("Add", ["acc", "one"], ["acc_out"]), helper.make_node("Identity", ["c"], ["c_out"])],
         "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
                  helper.make_tensor_value_info("c", TensorProto.BOOL, []),
@@ -57,6 +53,16 @@ def seed_models() -> list[bytes]:
         [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("acc_out", f, [4])],
         initializer=[onnx.numpy_helper.from_array(np.ones(4, np.float32), "one")])
+
+
+def seed_models() -> list[bytes]:
+    """Small valid models whose bytes the mutator starts from."""
+    f = TensorProto.FLOAT
+    b = onnx.numpy_helper.from_array(np.array([1, -1, 2, -2], np.float32), "b")
+    w = onnx.numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
+    shape = onnx.numpy_helper.from_array(np.array([2, -1], np.int64), "shape")
+    idx = onnx.numpy_helper.from_array(np.array([0, 2], np.int64), "idx")
+    body = add_one_loop_body()
     trip = onnx.numpy_helper.from_array(np.array(3, np.int64), "trip")
     cond = onnx.numpy_helper.from_array(np.array(True), "cond")
     models = [

@@ -12,18 +12,13 @@ import pytest
 from onnx import TensorProto, helper
 from onnxplug.errors import RunTerminatedError
 
+from tests.hardening.fuzz import add_one_loop_body
+
 
 def _long_loop(trip: int) -> bytes:
     """y = x + trip (a Loop adding one per iteration): 10^12 iterations never end on their own."""
     f = TensorProto.FLOAT
-    body = helper.make_graph(
-        [helper.make_node("Add", ["acc", "one"], ["acc_out"]), helper.make_node("Identity", ["c"], ["c_out"])],
-        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-                 helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-                 helper.make_tensor_value_info("acc", f, [4])],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("acc_out", f, [4])],
-        initializer=[onnx.numpy_helper.from_array(np.ones(4, np.float32), "one")])
+    body = add_one_loop_body()
     g = helper.make_graph([helper.make_node("Loop", ["trip", "cond", "x"], ["y"], body=body)], "g",
                           [helper.make_tensor_value_info("x", f, [4])], [helper.make_tensor_value_info("y", f, [4])],
                           initializer=[onnx.numpy_helper.from_array(np.array(trip, np.int64), "trip"),
