@@ -94,8 +94,7 @@ class ThreadControl:
 
         ``spread`` keeps the pool threads off the CPU the caller is on while they work, for chunks
         of a millisecond or more: a pool thread woken after a pause is often placed on the caller's
-        CPU and the two then take turns (a bidirectional LSTM at batch 8 after a pause: 6.2-6.8 ms,
-        4.4-7.4 ms spread, about 1 ms less in the median).
+        CPU and the two then take turns.
         Short chunks lose more to the moves than they gain."""
         per_grain = total // max(grain, 1)
         parts = max(1, min(self.count, per_grain))

@@ -79,7 +79,7 @@ class ChainKernel(Kernel):
         self.runner = ElementwiseRunner(self.program, self.threads, returned)
         self._calls: dict[tuple[Any, ...], Call] = {}
         # compute is the generated dispatcher itself: the executor binds kernel.compute once, and
-        # a method around it would add a frame and an argument tuple (~0.4 us of a 2 us call)
+        # a method around it would add a frame and an argument tuple to every call
         dispatch = calls.dispatcher(len(subgraph.inputs), self._calls, self._first_call)
         self.compute = dispatch  # type: ignore[method-assign]
         self._step_runners: dict[int, ElementwiseRunner] = {}

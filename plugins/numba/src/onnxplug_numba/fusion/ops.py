@@ -207,7 +207,7 @@ def rule_for(node: Any) -> OpRule | None:
     return RULES.get(alias) if alias else None
 
 
-#: dtype -> its name: ``np.dtype.name`` is computed in Python (~4 us), and a kernel's first call
+#: dtype -> its name: ``np.dtype.name`` is computed in Python on each access, and a kernel's first call
 #: (planning for the dtypes it meets) asks for several.
 _NAMES: dict[Any, str] = {}
 
@@ -264,8 +264,8 @@ def expression(step: Step, args: Sequence[str | None]) -> str:
     return rule.expr(list(args), dict(step.attrs), step.dtype)
 
 
-#: Rough time per element of an op, in multiples of an Add's (measured single-threaded on float32,
-#: 262,144 elements: Add 0.19 ns, Exp 0.70, Tanh 1.1, Erf 2.0, Gelu 2.2, Log 8.5, Sin 10.5). Ops not
+#: Rough time per element of an op, in multiples of an Add's, single-threaded on float32 (the
+#: per-op times are in docs/benchmarks.md, "Measurements behind design choices"). Ops not
 #: listed cost about one Add. A chain's total sets how few elements are worth sharing across threads.
 _RELATIVE_COST = {
     **dict.fromkeys(("Exp", "Sigmoid", "Elu", "Selu", "Celu", "Swish"), 4),

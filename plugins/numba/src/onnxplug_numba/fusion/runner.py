@@ -161,9 +161,8 @@ def _general_call(kernel: Any, shared: Any, layout: Layout, total: int, grain: i
     one part per thread in a prange region of ``shared`` (the module's ``kernel_shared``) when
     there is one, else chunks of ``kernel`` on the session's Python pool.
 
-    Why prange: a Gelu over 128 x 1024 values took 290 us on one thread, 320-840 us in two halves
-    with the second on a pool thread (waking it costs that much on this virtual machine), and
-    205 us in a prange region, whose idle workers spin before they sleep."""
+    Why prange: its idle workers spin before they sleep, while handing half the work to a pool
+    thread costs a wake-up that can exceed the half's own time (docs/benchmarks.md)."""
     out_shape = layout.out_shape
     if layout.mode == "flat":
         def operands(inputs: Sequence[np.ndarray]) -> list[Any]:

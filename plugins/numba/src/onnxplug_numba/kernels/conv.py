@@ -145,7 +145,7 @@ def epilogue_pitched(src, pitch, bias, residual, has_residual, act, alpha, beta,
 @njit(nogil=True, cache=True)
 def im2col_padded(x, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, r0, oh, ow, cols, row0):  # type: ignore[no-untyped-def]
     """Rows ``row0 ...`` of cols (rows, oh*ow) = im2col of channels [c0, c1) of one image ``x``
-    (C, H, W), output rows r0 ... r0 + oh. Same result as :func:`im2col`, 3-5x faster: the band of
+    (C, H, W), output rows r0 ... r0 + oh. Same result as :func:`im2col`, but faster: the band of
     input rows is first copied into a zero-padded buffer, so every output row of every tap is a
     contiguous copy of ``ow`` elements with no bounds to check (unsigned indices, so it vectorises).
     For a column stride ``sw`` > 1 each padded row is stored as ``sw`` phases (columns ``q``,

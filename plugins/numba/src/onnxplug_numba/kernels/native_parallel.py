@@ -2,20 +2,14 @@
 (its OpenMP layer, whose idle workers spin briefly before sleeping) calling OpenBLAS's ``sgemm``
 directly through ctypes.
 
-Why: handing a chunk to a Python pool thread costs two wake-ups of a halted virtual CPU plus GIL
-hand-offs, tens of microseconds each, which is more than half of most convs of a small model at
-batch 1 (those were measured slower on two threads than on one). Inside a ``prange`` region no
-thread needs the GIL, and back-to-back regions find the workers still awake.
+Why: handing a chunk to a Python pool thread costs wake-ups and GIL hand-offs that outweigh most
+convs of a small model at batch 1; inside a ``prange`` region no thread needs the GIL, and
+back-to-back regions find the workers still spinning. Those spinning workers take the core a Python
+pool thread would need, so RNN input projections (run next on the pool) stay off this path.
 
-GNU OpenMP's idle workers spin for up to ~300,000 iterations before sleeping; that spans the
-gap between convs of a model (measured: 10,000 spins made MobileNetV2 at batch 1 ~25% slower), but
-it also takes the core a Python pool thread would need right after a region, so a kernel that runs
-next on the pool should not follow a prange region (RNN input projections stay off this path).
-
-float32 only (the BLAS entry point is typed); OpenBLAS must run one thread per call (the provider
-pins it), since both threads call it at once. Used only with a thread-safe numba threading layer
-(OpenMP or TBB). GNU OpenMP does not survive ``fork``: a child process forked after a parallel
-conv must not run one (``spawn`` or ``forkserver`` start methods are fine).
+float32 only; OpenBLAS runs one thread per call (the provider pins it), as threads call it at once.
+Needs a thread-safe numba threading layer (OpenMP or TBB). GNU OpenMP does not survive ``fork``: a
+child forked after a parallel conv must not run one (``spawn``/``forkserver`` are fine).
 """
 
 from __future__ import annotations
@@ -245,8 +239,8 @@ if AVAILABLE:
         """pitched_conv for one group without im2col: in the padded band, tap (i, j) of every input
         channel is a (C, rows * wp) matrix with row pitch hb * wp at offset (i*dh) * wp + j*dw, so
         the output band is kh*kw products accumulated by BLAS (beta = 1) straight from the band;
-        wtaps (kh*kw, M, C), y (N, M, OH, OW). Measured 4-15% faster than pitched_conv on
-        ResNet-18's 3x3 layers (two threads, in isolation): no column matrix is written and read."""
+        wtaps (kh*kw, M, C), y (N, M, OH, OW). Faster than pitched_conv on 3x3 layers: no column
+        matrix is written and read."""
         n_img, channels, width = x.shape[0], x.shape[1], x.shape[3]
         taps, m_ch, _ = wtaps.shape
         oh, ow = y.shape[2], y.shape[3]

@@ -187,8 +187,8 @@ _PRANGE_ONLY = {"prange": True, "comprehension": False, "reduction": False, "set
 
 
 # Both directions of a bidirectional layer in one prange region, one direction per item: handing a
-# direction to a Python pool thread costs a wake-up of a halted virtual CPU (hundreds of
-# microseconds on the benchmark machine), while prange workers spin a while after each region.
+# direction to a Python pool thread costs a wake-up of a halted virtual CPU, while prange workers
+# spin a while after each region.
 @njit(nogil=True, parallel=_PRANGE_ONLY, cache=True)
 def lstm_both_directions(xw, bias, w_forward, w_reverse, p, has_p, h0, c0, y, h_out, c_out):  # type: ignore[no-untyped-def]
     """:func:`lstm` for direction 0 (forward) and 1 (reverse) at once: xw (T, B, 2, 4H), bias

@@ -58,8 +58,8 @@ PLAIN_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 
 
 #: Products with fewer FLOPs than this run on the calling thread: handing work to another thread
-#: costs tens of microseconds (a futex wake-up, then the GIL) on a virtual machine, and products
-#: below ~1 ms of work were measured slower on two threads than on one (see ``_conv``).
+#: costs a futex wake-up and then the GIL, and such small products ran slower on two threads
+#: than on one (docs/benchmarks.md, "Measurements behind design choices").
 SHARE_MIN_FLOPS = 64_000_000
 
 
@@ -78,7 +78,7 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
         if macs < NATIVE_MIN_MACS:
             if not openblas_serial(a.shape[0], macs, b.shape[1]):
                 threads.blas()
-            # too small to share: ndarray.dot makes the same BLAS call with ~1.5 us less dispatch
+            # too small to share: ndarray.dot makes the same BLAS call with less dispatch
             y = a.dot(b)
             return y if bias is None else _with_bias(y, bias)
     threads.blas()
@@ -114,7 +114,7 @@ def matmul(a: np.ndarray, b: np.ndarray, threads: ThreadControl, bias: np.ndarra
 
 #: Products below this many multiply-adds run on one thread inside OpenBLAS whatever its thread
 #: setting (its gemv threshold, 2304 x GEMM_MULTITHREAD_THRESHOLD 4; gemm's is higher), so they skip
-#: the setting's check (a ctypes call, ~0.4 us: much of a tiny product's cost).
+#: the setting's check (a ctypes call: much of a tiny product's cost).
 OPENBLAS_SERIAL_MACS = 9216
 #: The same for matrix-matrix products (both sides wider than one): OpenBLAS's gemm runs one thread
 #: up to 65536 x 4 multiply-adds (SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD); checked with the

@@ -28,28 +28,24 @@ from onnxplug_numba.threads import ThreadControl
 
 
 #: Convs smaller than this (multiply-adds) run on the calling thread. Sharing one costs two thread
-#: wake-ups (tens of microseconds each on a virtual CPU that halts when idle) plus GIL hand-offs,
-#: and two threads also share the memory bandwidth a small-K product is bound by: measured on the
-#: 2-vCPU benchmark machine, convs of 4-20M multiply-adds ran 0.45-0.9x as fast on two threads as
-#: on one, those of 100M+ 1.3-1.5x as fast.
+#: wake-ups (a virtual CPU halts when idle) plus GIL hand-offs, and two threads also share the
+#: memory bandwidth a small-K product is bound by (docs/benchmarks.md, "Measurements behind design
+#: choices").
 _SHARE_MIN_MACS = 32_000_000
-#: The same for depthwise convs, which do ~10x less work per multiply-add than a BLAS product does
-#: (one measured at 4M multiply-adds, 0.35 ms, still ran slower on two threads).
+#: The same for depthwise convs, which do far less work per multiply-add than a BLAS product does.
 _SHARE_MIN_DEPTHWISE_MACS = 8_000_000
 #: Float32 convs from this size share their work in a numba ``prange`` region instead
 #: (kernels/native_parallel.py), whose hand-off costs microseconds while its workers are awake
 #: (back-to-back convs); a region after a pause still wakes a sleeping worker, and its items are
 #: assigned statically, so small convs of small models (the If branch of if_model) lost at 1M.
 _NATIVE_MIN_MACS = 4_000_000
-#: The same for depthwise convs, whose prange region is one pass over the planes: A/B on
-#: MobileNetV2 at batch 1 in one process (medians of 6 x 15 runs, load ~1.8): 4M 11.1 ms, 1M 9.3-11.4,
-#: 300K 9.0-10.7 (its depthwise convs are 0.4-4M multiply-adds).
+#: The same for depthwise convs, whose prange region is one pass over the planes (chosen on
+#: MobileNetV2 at batch 1, whose depthwise convs are 0.4-4M multiply-adds).
 _NATIVE_MIN_DEPTHWISE_MACS = 300_000
 #: Single images with fewer output pixels than this (per thread) are shared by output channels
 #: (kernels/native_channels.py) rather than by bands of rows, which would each pack all the weights.
-#: (Pointwise convs of a single image are shared by output channels whenever there are 48+:
-#: measured on MobileNetV2's shapes, 0.7-1.0x the time of column bands, whose count fell to one
-#: band, i.e. one thread, on 7x7 images.)
+#: (Pointwise convs of a single image are shared by output channels whenever there are 48+: on
+#: 7x7 images column bands fall to one band, i.e. one thread.)
 _POINTWISE_SPLIT_MIN_CHANNELS = 24  # per thread
 _CHANNEL_SPLIT_MAX_PIXELS = 200
 
@@ -61,8 +57,8 @@ _FLOAT32 = np.dtype(np.float32)
 #: padded input (native_parallel.tap_conv) instead of building the im2col matrix (pitched_conv).
 TAP_PRODUCTS = True
 #: Weights in the tap layout (kh*kw, M, C) by the weight array's id, with a weak reference to check
-#: the id still names that array: built once per weight, not on every call (a 128x128x3x3 weight
-#: takes ~60 us to rearrange). Cleared when full, so dead weights' copies do not pile up.
+#: the id still names that array: built once per weight, not on every call. Cleared when full, so
+#: dead weights' copies do not pile up.
 _TAP_WEIGHTS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
 _TAP_WEIGHTS_MAX = 256
 
@@ -219,8 +215,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     if not native and not pointwise and native_parallel.AVAILABLE and dtype == _FLOAT32 \
             and macs < _SHARE_MIN_MACS:
         # a small conv, on this thread alone: the compiled kernel on one thread (one band per
-        # image) skips the Python path's per-band buffers and calls (if_model's 16->16 3x3 on
-        # 32x32: ~180 -> ~130 us)
+        # image) skips the Python path's per-band buffers and calls
         native_parallel.use_threads(1)
         resid = res if res is not None else y
         if pitched and group == 1 and TAP_PRODUCTS:
@@ -241,7 +236,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
                                                sh, sw, dh, dw, begin[0], begin[1], y, count)
             return y.reshape((n, m, ow)) if one_d else y
         # two items per thread with 4+ rows each; small images one band per thread, as thinner
-        # bands make BLAS pack the whole weight matrix once per band (measured slower)
+        # bands make BLAS pack the whole weight matrix once per band
         bands = max(1, min(oh // 4, -(-2 * count // n))) if oh * ow >= 256 else max(1, min(oh, -(-count // n)))
         if pitched and group == 1 and TAP_PRODUCTS:
             native_parallel.tap_conv(x4, _tap_weights(w4, constant_weight), b, resid, res is not None, code, alpha, beta, kh, kw,

@@ -171,7 +171,7 @@ class Gather(HostKernel):
         axis = self.axis
         if axis == 0 and indices.ndim == 0 and x.flags.c_contiguous and x.ndim:
             # one slice of the first axis (a Loop body reading step i): a contiguous view instead
-            # of take's copy (0.3 against 1.2 us measured on a (16, 1, 32) input)
+            # of take's copy
             i = int(indices)
             if -x.shape[0] <= i < x.shape[0]:
                 return x[i, ...]

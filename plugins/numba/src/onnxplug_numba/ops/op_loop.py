@@ -1,9 +1,9 @@
 """Loop: the whole loop compiled into one numba function when its body is simple enough.
 
 An RNN cell unrolled by a Loop runs a handful of tiny ops per iteration; on the generic path each
-is a kernel call from Python (~2 us apiece). Compiled, an iteration of the suite's loop_model costs
-about 2 us in all. The body is compiled at the first call, for the ranks and dtypes of that call's
-values (``fusion.loop_codegen``); numba caches the machine code on disk.
+is a kernel call from Python; compiled, a whole iteration costs about as much as one such call.
+The body is compiled at the first call, for the ranks and dtypes of that call's values
+(``fusion.loop_codegen``); numba caches the machine code on disk.
 
 Everything else runs on the generic path (``run_generic``: the body planned on the session's
 providers by ``KernelContext.compile_subgraph``, called once per iteration, as the default

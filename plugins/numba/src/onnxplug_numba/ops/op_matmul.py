@@ -55,7 +55,7 @@ class Gemm(NumbaKernel):
         if c is not None:
             beta = self.beta
             if beta == 1.0:
-                np.add(y, c, out=y)  # (the ufunc: ~0.1 us less than +=)
+                np.add(y, c, out=y)  # (the ufunc dispatches with less overhead than +=)
             elif beta != 0.0:
                 y += c * c.dtype.type(beta)
         return y

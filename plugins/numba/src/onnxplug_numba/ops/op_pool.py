@@ -11,12 +11,9 @@ from onnxplug_numba.ops._conv import decode
 from onnxplug_numba.provider import NumbaProvider
 
 #: 2-D pools share their planes across threads only in chunks of this much work (per plane: output
-#: rows x (kh x input width + kw x output width)); the kernel does 6-9 units per ns, so 3.5-5 ms.
-#: The kernel is near memory-bound (ResNet-18's pool at batch 8 takes ~1.4x the time of one read
-#: of its input), and A/B runs in ResNet-18 on a loaded 2-vCPU machine (load 3-5) found one thread
-#: fastest at batch 1 and 8: the model's MaxPool took 0.49 ms on one thread, 0.73 ms on the
-#: Python pool, 8 ms in a prange region (whose static split waits for a descheduled worker);
-#: at batch 8 3.3 ms, 5.2 ms and 8.4 ms.
+#: rows x (kh x input width + kw x output width)). The kernel is near memory-bound, and one thread
+#: beat both the Python pool and a prange region (whose static split waits for a descheduled
+#: worker) on ResNet-18 at batch 1 and 8 (docs/benchmarks.md, "Measurements behind design choices").
 SHARE_MIN_WORK = 32_000_000
 
 

@@ -80,7 +80,7 @@ class Reduce(NumbaKernel):
 
         if inner == 1 and (outer < 2 * row_grain(count) or not threads.parallel):
             if perm is None and x.shape == (outer, count):
-                def matrix_rows(x: np.ndarray) -> np.ndarray:  # already (outer, count): no reshape (~0.3 us)
+                def matrix_rows(x: np.ndarray) -> np.ndarray:  # already (outer, count): no reshape
                     out = np.empty(out_shape, dtype=x.dtype)
                     kreduce.reduce_rows(x if x.flags.c_contiguous else np.ascontiguousarray(x), kind, out.ravel())
                     return out

@@ -18,9 +18,8 @@ from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same,
 from onnxplug_numba.provider import NumbaProvider
 
 #: Batch rows per band of a one-direction recurrence on the pool threads (at least). Handing a band
-#: to a pool thread costs a wake-up of a halted virtual CPU per call: on the 2-core benchmark VM the
-#: suite's GRU (T=32, H=128) ran 0.76-0.79x the two-band time in one band at batch 8 and 16, 0.89x
-#: at 32, 0.93x at 64 (in-process A/B, interleaved).
+#: to a pool thread costs a wake-up of a halted virtual CPU per call, more than a small band's work
+#: (docs/benchmarks.md, "Measurements behind design choices").
 RNN_BAND_MIN_ROWS = 128
 
 _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
@@ -127,7 +126,7 @@ class _Recurrent(NumbaKernel):
         flat = x.reshape(steps * batch, -1)
         if dirs == 1:
             # not on the prange path: prange workers still spinning after the product would take
-            # the cores the pool threads need next (measured 2.5x slower GRU at batch 8)
+            # the cores the pool threads need next
             xw = matmul(flat, wt[0], self.threads, native=False).reshape(steps, batch, -1)
             bands = max(1, min(self.threads.count, batch // RNN_BAND_MIN_ROWS))
             if bands == 1:
