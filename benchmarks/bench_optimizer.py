@@ -10,8 +10,8 @@ on a shared machine hits all configurations alike.
 
 ``--write`` replaces the optimizer section of docs/benchmarks.md (between its markers).
 
-onnxplug runs with ``intra_op_num_threads=1`` (its numpy BLAS single-threaded): on the busy
-2-core machine, 2 BLAS threads made identical graphs take 1 ms or 30 ms at random.
+onnxplug runs with ``intra_op_num_threads=1`` (its numpy BLAS single-threaded): on a busy
+2-core machine, 2 BLAS threads make identical graphs' times vary tenfold at random.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from onnxplug.testing.model_suite import MODEL_NAMES, build, sample_inputs  # no
 
 LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "all": 99}
 #: onnxplug's numpy provider sizes the (process-wide) BLAS pool from this; with 2 threads on the
-#: shared 2-core machine, even tiny models stalled ~15 ms per run, hiding what the levels change.
+#: shared 2-core machine, even tiny models stall at random, hiding what the levels change.
 ONNXPLUG_THREADS = 1
 START, END = "<!-- bench_optimizer:start -->", "<!-- bench_optimizer:end -->"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"

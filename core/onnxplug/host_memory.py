@@ -2,9 +2,8 @@
 
 numpy takes every array from the C heap. glibc serves blocks above its mmap threshold (128 KiB to
 32 MiB, adaptive) with fresh ``mmap`` calls and unmaps them when freed, so each large intermediate
-of every run costs one page fault per 4 KiB page while the kernel zeroes it: measured here, a
-40 MB array cost 6.8 ms to allocate and fill against 3.2 ms for one reused from the heap.
-onnxruntime avoids this with its CPU memory arena; the equivalent for numpy is to have glibc keep
+of every run costs one page fault per 4 KiB page while the kernel zeroes it (docs/benchmarks.md,
+"Measurements behind design choices"). onnxruntime avoids this with its CPU memory arena; the equivalent for numpy is to have glibc keep
 large freed blocks in the heap for the next run.
 
 This is process-wide (glibc has one policy per process): once a session turns it on, the rest of

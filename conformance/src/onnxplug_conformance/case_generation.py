@@ -43,7 +43,7 @@ def _case_modules_mentioning(op_type: str) -> list[str]:
     """Names of node case modules whose source mentions ``"<op_type>"``.
 
     Importing only these keeps a filtered generation fast (a full import runs every
-    export, ~12 s); the onnx ``expect`` filter then drops the other op types.
+    export); the onnx ``expect`` filter then drops the other op types.
     """
     package = importlib.import_module(NODE_CASE_PACKAGE)
     root = Path(package.__file__).parent

@@ -25,7 +25,7 @@ KC = 256  # k chunk: an A panel chunk (6 KiB) and a B panel chunk (16 KiB) stay 
 TILE_ROWS = (96, 48, 24)
 TILE_COLUMNS = (128, 64, 32, 16)
 # Seconds per multiply-add of one core, and per work-group: the scale of the cost model only
-# matters relative to GROUP_OVERHEAD (measured on PoCL, 2-core EPYC: ~40-80 GFLOP/s per core).
+# matters relative to GROUP_OVERHEAD (the rate is a rough single-core PoCL figure).
 _SECONDS_PER_FMA = 1 / 30e9
 _GROUP_OVERHEAD = 3e-6
 
