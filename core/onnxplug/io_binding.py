@@ -1,18 +1,5 @@
-"""IOBinding: run a session on inputs that already live on a provider's device, and leave outputs there.
-
-onnxruntime's API (``session.io_binding()``, ``session.run_with_iobinding(binding)``)::
-
-    binding = session.io_binding()                     # or IOBinding(session)
-    binding.bind_input("x", x_gpu)                     # a CuPy array, or anything with DLPack /
-                                                       # __cuda_array_interface__ on the device
-    binding.bind_input("x", x_cl, "opencl", 0)         # a value of a named device, fed as is
-    binding.bind_input("x", "cuda", 0, np.float32, shape, ptr)   # or a raw device pointer
-    binding.bind_ortvalue_input("x", x_ortvalue)       # an OrtValue, on the host or a device
-    binding.bind_output("y", "cuda")                   # leave y on the device
-    binding.bind_ortvalue_output("z", z_ortvalue)      # or write z into an OrtValue's memory
-    binding.run()                                      # session.run_with_iobinding(binding)
-    y = binding.get_outputs()[0]                       # an OrtValue: y.numpy() copies it to the host,
-    y_gpu = y.value()                                  # y.value() is the device array itself
+"""IOBinding: run a session on inputs that already live on a provider's device, and leave outputs there
+(usage: :class:`IOBinding`).
 
 Device values go through the optional methods of the provider's ``DataTransfer`` (``adopt``,
 ``from_pointer``, ``copy_into``, ``synchronize``, declared on :class:`onnxplug.device.DataTransfer`);
@@ -56,7 +43,22 @@ class _Output:
 
 
 class IOBinding:
-    """Inputs and outputs of one session bound to host or device memory (onnxruntime's IOBinding)."""
+    """Inputs and outputs of one session bound to host or device memory (onnxruntime's IOBinding).
+
+    onnxruntime's API (``session.io_binding()``, ``session.run_with_iobinding(binding)``)::
+
+        binding = session.io_binding()                     # or IOBinding(session)
+        binding.bind_input("x", x_gpu)                     # a CuPy array, or anything with DLPack /
+                                                           # __cuda_array_interface__ on the device
+        binding.bind_input("x", x_cl, "opencl", 0)         # a value of a named device, fed as is
+        binding.bind_input("x", "cuda", 0, np.float32, shape, ptr)   # or a raw device pointer
+        binding.bind_ortvalue_input("x", x_ortvalue)       # an OrtValue, on the host or a device
+        binding.bind_output("y", "cuda")                   # leave y on the device
+        binding.bind_ortvalue_output("z", z_ortvalue)      # or write z into an OrtValue's memory
+        binding.run()                                      # session.run_with_iobinding(binding)
+        y = binding.get_outputs()[0]                       # an OrtValue: y.numpy() copies it to the host,
+        y_gpu = y.value()                                  # y.value() is the device array itself
+    """
 
     def __init__(self, session: InferenceSession) -> None:
         self._session = session

@@ -1,24 +1,9 @@
 """Deviations: a provider's expected failures, kept as data (test id -> reason), never as test edits.
 
-A deviation file (TOML or JSON) has one table per layer::
-
-    # deviation_lists/numpy.toml
-    [node]                      # ONNX backend node tests, by case name
-    test_foo_bar = "why it fails, and what would fix it"
-    [model]                     # model-suite tests, by model name
-    [contract]                  # contract tests, by test name with parameters
-    "test_round_trip[bfloat16]" = "..."
-    [zoo]                       # zoo models, by model name
-
-Sources, merged in this order (later ones win for the same id):
-
-1. ``onnxplug_conformance/deviation_lists/<provider>.toml`` (or ``.json``) shipped with this package;
-2. the provider class's optional ``conformance_deviations`` attribute: a path to such a file,
-   or a mapping of the same shape (so a provider package ships its own list);
-3. ``--deviations PATH`` files given to the run.
-
-Listed tests run as strict expected failures: a listed test that passes fails the run, and an
-id that names no test of the run fails it too, so a list cannot go stale.
+A deviation file (TOML or JSON) has one table per layer (see :class:`Deviations`). Sources merge in a
+fixed order, later ones winning for the same id (:func:`load_deviations`). Listed tests run as strict
+expected failures: a listed test that passes fails the run, and an id that names no test of the run
+fails it too, so a list cannot go stale.
 
 ``python -m onnxplug_conformance.deviations REPORT.json`` prints a TOML skeleton listing every
 test that failed or errored in a report, with its failure as the first draft of the reason.
@@ -53,7 +38,16 @@ class Deviation:
 
 @dataclass
 class Deviations:
-    """Expected failures by layer and test id."""
+    """Expected failures by layer and test id. A file holds one table per layer::
+
+        # deviation_lists/numpy.toml
+        [node]                      # ONNX backend node tests, by case name
+        test_foo_bar = "why it fails, and what would fix it"
+        [model]                     # model-suite tests, by model name
+        [contract]                  # contract tests, by test name with parameters
+        "test_round_trip[bfloat16]" = "..."
+        [zoo]                       # zoo models, by model name
+    """
 
     entries: dict[str, dict[str, Deviation]] = field(default_factory=lambda: {layer: {} for layer in LAYERS})
     sources: list[str] = field(default_factory=list)
@@ -124,7 +118,10 @@ def shipped_file(provider_name: str) -> Path | None:
 
 def load_deviations(provider_name: str, provider_class: type | None = None,
                     extra_files: Iterable[str | PathLike[str]] = ()) -> Deviations:
-    """Merge the shipped list, the provider's own and ``extra_files``, in that order."""
+    """Merge, in this order (later ones win for the same id): the list shipped with this package
+    (``deviation_lists/<provider>.toml`` or ``.json``); the provider class's optional
+    ``conformance_deviations`` attribute (a path to such a file, or a mapping of the same shape, so a
+    provider package ships its own list); ``extra_files`` (the run's ``--deviations PATH``)."""
     deviations = Deviations()
     shipped = shipped_file(provider_name)
     if shipped is not None:  # named relative to the package, so reports read the same anywhere
