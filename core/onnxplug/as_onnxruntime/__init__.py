@@ -5,21 +5,10 @@
     python -m onnxplug.as_onnxruntime app.py [args]      # or: -m module [args], -c code
     onnxplug exec -- python app.py [args]                # any command; its Python children too
 
-Both put :func:`shim_path` first on ``PYTHONPATH`` and start the program: a directory holding an
-``onnxruntime`` package whose modules are onnxplug's (``onnxruntime``, ``onnxruntime.capi``,
-``onnxruntime.capi._pybind_state``, ``onnxruntime.capi.onnxruntime_pybind11_state``,
-``onnxruntime.capi.onnxruntime_inference_collection``). The installed onnxruntime, if any, stays
-installed and unused; subprocesses inherit ``PYTHONPATH`` and so get onnxplug too.
-``onnxruntime.__file__`` lies in :func:`shim_path`, and ``onnxruntime.__version__`` is
-``1.32.0+onnxplug.<version>`` (see :mod:`onnxplug.capi`).
-
-onnxruntime's own Python tools (``onnxruntime.quantization``, ``.transformers``, ``.tools``,
-``.backend``, ``.datasets``, ``.training``) are not provided: importing one raises
-:class:`~onnxplug.errors.UnsupportedModuleError` (an ``ImportError``) naming it; run them with
-onnxruntime itself.
-
-In-process, :func:`install` does the same for the calling interpreter, before anything imports
-onnxruntime.
+Both put :func:`shim_path` first on ``PYTHONPATH`` and start the program, so its subprocesses get
+onnxplug too; the installed onnxruntime, if any, stays installed and unused. In-process, :func:`install`
+does the same before anything imports onnxruntime. onnxruntime's own Python tools (:data:`TOOL_MODULES`)
+are not provided: importing one raises :class:`~onnxplug.errors.UnsupportedModuleError` naming it.
 """
 
 from __future__ import annotations
@@ -31,12 +20,16 @@ from pathlib import Path
 
 from onnxplug.errors import UnsupportedModuleError
 
-#: onnxruntime's Python tools, which run on onnxruntime itself and are not provided.
+#: onnxruntime's Python tools, which run on onnxruntime itself and are not provided (``onnxruntime.<name>``).
 TOOL_MODULES = ("quantization", "transformers", "tools", "backend", "datasets", "training")
 
 
 def shim_path() -> str:
-    """The directory holding the ``onnxruntime`` package that stands for onnxplug."""
+    """The directory holding the ``onnxruntime`` package that stands for onnxplug: its modules
+    ``onnxruntime``, ``onnxruntime.capi``, ``onnxruntime.capi._pybind_state``,
+    ``onnxruntime.capi.onnxruntime_pybind11_state`` and
+    ``onnxruntime.capi.onnxruntime_inference_collection`` are onnxplug's. ``onnxruntime.__file__``
+    lies here, and ``onnxruntime.__version__`` is ``1.32.0+onnxplug.<version>`` (see :mod:`onnxplug.capi`)."""
     return str(Path(__file__).resolve().parent / "shim")
 
 
