@@ -5,17 +5,10 @@
     python benchmarks/bench_zoo.py --markdown            # tables of every provider in the JSON
     python benchmarks/bench_zoo.py --write docs/benchmarks.md --plot docs/benchmarks-zoo.png
 
-Every built model of the zoo runs at both of its shape sets on onnxruntime's CPU provider and on
-onnxplug with ``providers=[P]`` (the numpy fallback allowed, as the zoo's conformance run does),
-``intra_op_num_threads`` 2 each, in one process, interleaved in alternating blocks with 0.3 s
-pauses (``harness.interleaved``). A case's ratio is onnxplug's median over onnxruntime's; a
-model's ratio is the geomean of its two cases. Summaries: the geomean of every case, the worst
-model, and the small-model group (cases where onnxruntime's median is under 1 ms). The fixed
-cost of a session's ``run`` is a one-node Identity model on a 1-element tensor.
-
-Results accumulate per provider in a JSON file (``--json``); a new measurement of a model replaces
-the old one and leaves the others, so providers and parts of the zoo can be measured separately.
-Models that failed to build are skipped; a model onnxplug cannot run is recorded with its error.
+The method and its summaries are described in docs/benchmarks.md ("The model zoo against
+onnxruntime"). Results accumulate per provider in a JSON file (``--json``); a new measurement of a
+model replaces the old one, so providers and parts of the zoo can be measured separately. Models
+that failed to build are skipped; a model onnxplug cannot run is recorded with its error.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """onnxruntime's device-based provider selection, mapped onto the plugin catalog.
 
-``get_ep_devices()`` lists one :class:`OrtEpDevice` per device of each available provider, in the
-order ``get_available_providers()`` gives (plugin providers by name, the default provider last);
-``ep_name`` is the provider's name there. A provider describes its devices with
-:meth:`~onnxplug.provider.ExecutionProvider.hardware_devices`, or the core derives one from a
-provider made with default options.
-
-A ``SessionOptions`` holds at most one selection: explicit providers (``add_provider_for_devices``,
-``add_provider``), a policy (``set_provider_selection_policy``) or a delegate
-(``set_provider_selection_policy_delegate``). A session created with those options and without
-``providers=`` runs on the selection; ``providers=`` given as well wins, with a warning, as in
-onnxruntime. A policy ``PREFER_X`` picks the first provider with a device of type ``X``, then the
-default provider; ``DEFAULT`` is ``PREFER_CPU``, ``MAX_PERFORMANCE`` is ``PREFER_GPU``, and
-``MAX_EFFICIENCY`` and ``MIN_OVERALL_POWER`` are ``PREFER_NPU``, as onnxruntime maps them.
-
-Provider plugins loaded at run time (``register_execution_provider_library``) are
-:mod:`onnxplug.ep_libraries`'.
+``get_ep_devices()`` lists one :class:`OrtEpDevice` per device of each available provider (from
+:meth:`~onnxplug.provider.ExecutionProvider.hardware_devices`, or derived from a provider made with
+default options), in ``get_available_providers()`` order. A ``SessionOptions`` holds at most one
+selection: explicit providers (``add_provider_for_devices``, ``add_provider``), a policy
+(``set_provider_selection_policy``) or a delegate (``set_provider_selection_policy_delegate``); a
+session created without ``providers=`` runs on it, and ``providers=`` wins with a warning, as in
+onnxruntime. ``PREFER_X`` picks the first provider with a device of type ``X``, then the default
+provider; the other policies map onto these as onnxruntime maps them. Provider plugins loaded at
+run time (``register_execution_provider_library``) are :mod:`onnxplug.ep_libraries`'.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """Providers as onnxruntime's ``providers=`` and ``provider_options=`` name them, and the instances
 a session runs with.
 
-* The arguments are checked as onnxruntime checks them (``providers`` a sequence of names or
-  ``(name, dict)`` tuples; ``provider_options``, when given, one dict per provider and names only),
-  with its messages, raised as :class:`~onnxplug.errors.OptionValueError`.
-* A name is a provider's short name, one of its ``aliases``, or an onnxruntime name that
-  :data:`~onnxplug.plugins.ORT_ALIASES` maps (``CPUExecutionProvider`` -> ``numpy``,
-  ``CUDAExecutionProvider`` -> ``cupy``). An onnxruntime provider that no installed provider plays
-  (``TensorrtExecutionProvider``, ``CoreMLExecutionProvider``, ``CUDAExecutionProvider`` without
-  ``onnxplug-cupy``) is skipped with a warning naming it, as onnxruntime skips a provider its build
-  lacks; any other unknown name raises :class:`~onnxplug.errors.UnknownProviderError`. A provider
-  named twice keeps its first options, with a warning, as in onnxruntime.
-* Options: a key the provider declares (``default_options``) goes to it; a key of the onnxruntime
-  provider it plays follows :mod:`onnxplug.option_rules` (tuning ones are logged and dropped);
-  ``device_id`` selects the device of a provider whose option for that is ``device``. Any other key
-  reaches the provider, which refuses it by name.
+Arguments are checked as onnxruntime checks them, with its messages (raised as
+:class:`~onnxplug.errors.OptionValueError`). A name is a provider's short name, one of its
+``aliases``, or an onnxruntime name that :data:`~onnxplug.plugins.ORT_ALIASES` maps; an onnxruntime
+provider that no installed provider plays is skipped with a warning, as onnxruntime skips one its
+build lacks; any other unknown name raises :class:`~onnxplug.errors.UnknownProviderError`; a
+provider named twice keeps its first options. An option key the provider declares goes to it; a key
+of the onnxruntime provider it plays follows :mod:`onnxplug.option_rules`; ``device_id`` selects the
+device of a provider whose option for that is ``device``; any other key reaches the provider.
 """
 
 from __future__ import annotations

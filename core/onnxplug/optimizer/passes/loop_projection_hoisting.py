@@ -1,22 +1,13 @@
 """Hoist a Loop body's per-step input projection out of the loop: one product over the whole
 sequence before the Loop instead of one small product per iteration.
 
-Recurrent cells written as ONNX Loops (and RNNs exported that way) read step ``i`` of an outer
-sequence and project it with an outer weight::
-
-    body(i, ...):  x_t = Gather(X, i, axis=0);  p = MatMul(x_t, W);  ...
-
-``MatMul(Gather(X, i), W)`` equals ``Gather(MatMul(X, W), i)`` when W is 2-D (the product works on
-the last axis only), so the pass computes ``P = MatMul(X, W)`` once before the Loop and the body
-reads ``p = Gather(P, i)``. The body runs one kernel fewer per iteration and the per-step products
-become one large one, which BLAS runs far closer to peak. An index past the sequence's end still
-fails in the body's Gather, as before.
-
-A cell then usually adds an outer bias to the step's sum, ``Add(Add(p, r), b)``. With ``b``
-broadcasting into one step (rank below P's, no dimension it would grow), ``Gather(P, i) + b`` equals
-``Gather(P + b, i)``, so the bias is added to the whole projection once before the Loop and the body
-computes ``Add(p, r)`` only (one kernel fewer again; the sum is reassociated, so results may differ
-in the last bit).
+A body that reads ``x_t = Gather(X, i, axis=0)`` of an outer sequence and computes
+``p = MatMul(x_t, W)`` with an outer 2-D ``W`` reads ``p = Gather(P, i)`` of ``P = MatMul(X, W)``,
+computed once before the Loop (the product works on the last axis only, so the two are equal). An
+index past the sequence's end still fails in the body's Gather. An outer bias ``b`` added next,
+``Add(Add(p, r), b)``, that broadcasts into one step (rank below P's, growing no dimension) is added
+to ``P`` before the Loop too, leaving ``Add(p, r)`` in the body; that reassociates the sum, so
+results may differ in the last bit.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Python source for one elementwise program, compiled by numba into a single loop.
 
-Two loop shapes are generated:
-
-- ``flat``: every input is either the full output (contiguous) or one scalar; one loop over the
-  elements ``[lo, hi)``;
-- ``nd``: general broadcasting; the output is walked as rows ``[lo, hi)`` of its innermost
-  (coalesced) axis, each input reached through its own element strides. Per input, the innermost
-  stride is specialised: ``c`` (1, contiguous), ``z`` (0, one value per row) or ``g`` (any other).
-
-Each module defines one ``kernel`` (``nogil=True``, ``cache=True``, no fastmath flag: every op
-rounds as its own kernel would) over a range ``[lo, hi)``, and
-``kernel_shared``, which runs it in parts inside a numba prange region (for large calls: handing a
-part to a Python pool thread costs far more on this kind of virtual machine). A second process
-loads the machine code of both from disk.
-
+Two loop shapes: ``flat`` (every input the full contiguous output or one scalar; one loop over the
+elements ``[lo, hi)``) and ``nd`` (general broadcasting: rows ``[lo, hi)`` of the coalesced innermost
+axis, each input through its own element strides, its innermost stride specialised as ``c``
+contiguous, ``z`` zero or ``g`` any other). Each module defines ``kernel`` (``nogil=True``,
+``cache=True``, no fastmath flag: every op rounds as its own kernel would) over ``[lo, hi)``, and
+``kernel_shared``, which runs it in parts inside a numba prange region for large calls (cheaper than
+handing parts to Python pool threads); a second process loads the machine code of both from disk.
 The source never names a tensor or node (locals are ``a0``, ``v3``, ``w0``...), so two chains doing
 the same computation on the same dtypes produce byte-identical source and share one module.
 """
