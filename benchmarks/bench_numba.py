@@ -4,17 +4,12 @@
 
 ``--write`` also replaces the numba section of docs/benchmarks.md with the results.
 
-1. Latency: onnxruntime CPU vs onnxplug providers=["numba"], 2 intra-op threads each, one process,
-   interleaved blocks of runs with a 0.3 s pause between blocks (see harness.py); medians, ratio
-   ours / onnxruntime per model and batch, geomean and worst ratio.
-2. Compile cost for ResNet-18, each in a fresh process: session creation and first run with an
-   empty compiled-code cache (cold), then again with the cache the cold process left (warm).
-   Creation includes importing numba and the provider. Both caches hold numba's machine code and
-   Python's bytecode (the cold process starts with neither).
+1. Latency: onnxruntime CPU vs providers=["numba"], interleaved blocks (harness.py); medians, ratio
+   per model and batch, geomean and worst ratio.
+2. Compile cost for ResNet-18, each in a fresh process: session creation and first run with empty
+   numba and bytecode caches (cold), then with the caches the cold process left (warm).
 3. ResNet-18's FLOP/s (2 x multiply-adds of its Conv and Gemm nodes / median latency) as a fraction
    of the machine's peak (cores x clock x FLOPs per cycle from the CPU's SIMD flags), for both.
-
-The machine may be shared with other work: numbers are noisy, and the table says when they were taken.
 """
 
 from __future__ import annotations

@@ -4,15 +4,11 @@
     python benchmarks/bench_zoo_profile.py --provider numba [--only a,b | --family vision] [--runs 5]
     python benchmarks/bench_zoo_profile.py --markdown | --write docs/benchmarks.md
 
-Each built model runs at both shape sets on an onnxplug session with ``enable_profiling`` (and on
-onnxruntime's CPU provider with its own profiler, as ``--provider onnxruntime``), 2 intra-op
-threads. The first run of each shape set (compilation, planning) is left out. A step's time is its
-self time: the steps of If/Loop/Scan bodies (``args.parent``) count under their own op types and
-are taken out of their parent's. Fused steps count under the fused op type the provider reports;
-onnxruntime's fusions (``FusedConv``, ...) likewise. Profiled runs can take another path than
-unprofiled ones (each step timed), so shares, not absolute times, are the figures to read.
-
-The summary per provider: per op type the mean over models of its share of the model's time, the
+Each built model runs at both shape sets with ``enable_profiling`` (onnxruntime with its own profiler,
+``--provider onnxruntime``), 2 intra-op threads, the first run of each shape set left out. A step's
+time is its self time: steps of If/Loop/Scan bodies count under their own op types and are taken out
+of their parent's; fused steps count under the fused op type. Profiled runs time every step, so read
+shares, not absolute times. Summary per provider: per op type its mean share of a model's time, the
 milliseconds per run summed over the models, and how many models it leads.
 """
 

@@ -1,20 +1,13 @@
 """Feeds as onnxruntime's ``InferenceSession.run`` takes them, checked against the declared inputs.
 
-Taken, as onnxruntime takes them:
-
-* numpy arrays (subclasses and any strides included; copied to C order and native byte order where
-  they are not) of exactly the declared element type: no implicit cast, so a float64 array for a
-  float input is refused, as onnxruntime refuses it;
-* lists, nested or not: made into an array of the declared element type by numpy's conversion, as
-  onnxruntime makes them (``[1.5, 2.7]`` for int64 truncates, an int out of the type's range or a
-  ragged list fails); for a string input each element becomes ``str(element)``;
-* :class:`~onnxplug.OrtValue` (a device value is copied to the host);
-* for an optional input, ``None`` or no feed at all.
-
-Refused, as onnxruntime refuses them: Python and numpy scalars (a 0-d array is the way), tuples, and
-any other object. Rank and fixed sizes must match the declared shape, except that a declared rank of
-0 takes any shape, as in onnxruntime (which cannot tell it from a missing shape). Sequence and map
-inputs are passed as given.
+Taken, as onnxruntime takes them: numpy arrays of exactly the declared element type (no implicit
+cast; any strides and byte order, copied to C order and native order where needed); lists, nested
+or not, converted by numpy to the declared element type (``[1.5, 2.7]`` for int64 truncates, a
+ragged list fails; for a string input each element becomes ``str(element)``);
+:class:`~onnxplug.OrtValue` (a device value is copied to the host); ``None`` or no feed for an
+optional input. Refused, as onnxruntime refuses them: Python and numpy scalars (a 0-d array is the
+way), tuples and any other object. Rank and fixed sizes must match the declared shape, except that a
+declared rank of 0 takes any shape, as in onnxruntime. Sequence and map inputs are passed as given.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """``OrtValue``: one value on the host or on a provider's device, as onnxruntime's ``OrtValue``.
 
-::
-
-    x = ort.OrtValue.ortvalue_from_numpy(array)                   # host: shares the array's memory
-    x_cl = ort.OrtValue.ortvalue_from_numpy(array, "opencl", 0)   # copied to the device
-    y = session.run_with_ort_values(None, {"x": x})[0].numpy()
-    binding.get_outputs()[0].value()                              # the device array itself, no copy
-
 A host value is a numpy array (or a list of arrays, a dict or None for sequence, map and absent
 optional outputs). A device value is whatever the provider of that device computes with (a CuPy
 array, a PyOpenCL array, ...), kept with its :class:`~onnxplug.device.Device` and the provider's
@@ -51,6 +44,13 @@ class OrtValue:
     Make one with the factories (:meth:`ortvalue_from_numpy`, :meth:`ortvalue_from_shape_and_type`,
     :meth:`from_dlpack`); sessions and bindings return them. :meth:`value` gives the held value
     itself (the numpy array or the provider's device array) without a copy.
+
+    ::
+
+        x = ort.OrtValue.ortvalue_from_numpy(array)                   # host: shares the array's memory
+        x_cl = ort.OrtValue.ortvalue_from_numpy(array, "opencl", 0)   # copied to the device
+        y = session.run_with_ort_values(None, {"x": x})[0].numpy()
+        binding.get_outputs()[0].value()                              # the device array itself, no copy
     """
 
     def __init__(self, value: Any, device: Device = CPU, data_transfer: DataTransfer | None = None,

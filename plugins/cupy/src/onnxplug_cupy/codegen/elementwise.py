@@ -1,18 +1,13 @@
 """CUDA C source of an elementwise program: one kernel computing a chain of elementwise steps.
 
 Each source holds two grid-stride kernels over the ``n`` elements of the broadcast output shape:
-
-* ``<name>_flat``: every input is C-contiguous with the output shape; element ``i`` is ``in[i]``.
-* ``<name>_strided``: any shapes and strides (in elements; 0 along broadcast axes), for a rank
-  fixed at generation. The flat index is split into coordinates once, each input is read at its
-  own offset, and each output is written at its own offset by the one thread whose coordinates
-  are 0 along the axes the output is broadcast over (an exported intermediate may be smaller).
-
-Kernel parameters, in order: inputs (``const T*``), outputs (``T*``), ``n``; the strided kernel
-then takes the output dims, each input's strides, each output's strides and each output's
-broadcast mask (1 where it has size 1 but the iteration space does not). All integers are
-``long long``. Pure: the source is a function of the program and the rank alone, and does not
-depend on the names of the graph's values.
+``<name>_flat`` (every input C-contiguous with the output shape; element ``i`` is ``in[i]``) and
+``<name>_strided`` (any shapes and strides in elements, 0 along broadcast axes, for a rank fixed at
+generation: each input is read and each output written at its own offset, an output only by the
+thread whose coordinates are 0 along the axes it is broadcast over). Parameters, in order: inputs
+(``const T*``), outputs (``T*``), ``n``; the strided kernel then takes the output dims, each input's
+strides, each output's strides and each output's broadcast mask. All integers are ``long long``.
+Pure: the source is a function of the program and the rank alone, not of the graph's value names.
 """
 
 from __future__ import annotations

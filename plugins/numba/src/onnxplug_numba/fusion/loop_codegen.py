@@ -1,18 +1,14 @@
 """Python source for a whole ONNX Loop, compiled by numba into one function.
 
-A Loop body of small ops costs a kernel call per node per iteration on the generic path (tens of
-microseconds per iteration in Python). Here the body becomes one ``@njit`` function and the
-iterations one compiled ``while`` loop, with the scan outputs written into buffers that double as
-they fill.
-
-The body may hold the ops of :data:`OPS` only, on float32 values (bool for conditions, integers
-for Gather's scalar index and the iteration number; data movement takes any of them). :func:`body_supported` decides that from the
-graph (at partitioning); :func:`loop_source` writes the source once the ranks and dtypes of the
-actual inputs are known (at the first call), and raises :class:`Unsupported` for what it cannot
-express, such as a batched MatMul. Values of rank 0 are numba scalars inside.
-
-The source never names a tensor or node (locals are ``a0``, ``v3``...), so two equal loops share
-one cached module.
+On the generic path a Loop body of small ops costs a kernel call per node per iteration. Here the
+body becomes one ``@njit`` function and the iterations one compiled ``while`` loop, with the scan
+outputs written into buffers that double as they fill. The body may hold the ops of :data:`OPS`
+only, on float32 values (bool for conditions, integers for Gather's scalar index and the iteration
+number; data movement takes any of them). :func:`body_supported` decides that from the graph (at
+partitioning); :func:`loop_source` writes the source once the ranks and dtypes of the actual inputs
+are known (at the first call), and raises :class:`Unsupported` for what it cannot express, such as
+a batched MatMul. Values of rank 0 are numba scalars inside. The source never names a tensor or
+node (locals are ``a0``, ``v3``...), so two equal loops share one cached module.
 """
 
 from __future__ import annotations
