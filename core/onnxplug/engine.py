@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from onnxplug import ep_devices, logs
+from onnxplug import allocation_limit, ep_devices, logs
 from onnxplug.device import CPU, Device
 from onnxplug.errors import InvalidOutputError, OptionValueError
 from onnxplug.executor import Plan, RunStats, SubgraphPlan, bind_plan, build_plan, located, run_plan
@@ -54,6 +54,8 @@ class Engine:
                  provider_options: Sequence[Mapping[str, Any]] | None, profile: Profile) -> None:
         self.options = options
         self.profile = profile
+        #: bytes one node may allocate (session.onnxplug.max_allocation_bytes; 0: no limit)
+        self.allocation_limit = allocation_limit.limit_of(options._config)
         t0 = time.perf_counter()
         self.model: Model = load_model(source, computes=default_provider_computes)
         t1 = time.perf_counter()
@@ -124,7 +126,19 @@ class Engine:
                 return kernel
             return group.provider.create_kernel(group.nodes[0], context)
 
-        return build_plan(graph, groups, make_kernel, outer), groups
+        plan = build_plan(graph, groups, make_kernel, outer)
+        if self.allocation_limit:
+            self._guard_steps(graph, plan, groups)
+        return plan, groups
+
+    def _guard_steps(self, graph: Graph, plan: Plan, groups: Sequence[Group]) -> None:
+        """Give the steps that could allocate past the limit their check (allocation_limit)."""
+        kernel_steps = [s for s in plan.steps if s.kernel is not None]
+        for step, group in zip(kernel_steps, groups):
+            device = step.provider.device
+            to_host = step.provider.data_transfer.to_host if device != CPU else None
+            step.guard = allocation_limit.guard_for(str(self.source), graph, group.nodes, step.inputs,
+                                                    self.allocation_limit, to_host)
 
     def _warn_fallback(self, graph: Graph, groups: Sequence[Group]) -> None:
         """A node the first provider declined is a warning (``log_severity_level`` decides), with
@@ -147,7 +161,12 @@ class Engine:
     def _compile_subgraph(self, graph: Graph) -> SubgraphPlan:
         plan, groups = self._plan_graph(graph, graph.outer_scope_reads())
         self.subgraph_groups.append((graph, groups))
-        return SubgraphPlan(plan, graph)
+        scan_check = None
+        owner = next((n for n in graph.parent.nodes if any(g is graph for g in n.subgraphs)), None) \
+            if graph.parent is not None else None
+        if self.allocation_limit and owner is not None and owner.op_type == "Loop":
+            scan_check = allocation_limit.ScanCheck(str(self.source), owner, self.allocation_limit)
+        return SubgraphPlan(plan, graph, scan_check)
 
     # --- operations ---------------------------------------------------------------------------------
 

@@ -159,6 +159,11 @@ class KernelError(OnnxplugError, RuntimeError, _s.Fail, _s.RuntimeException):
     """A kernel failed while computing a node; the message names the node and provider."""
 
 
+class AllocationLimitError(OnnxplugError, MemoryError, _s.Fail, _s.RuntimeException):
+    """A node would allocate more than ``session.onnxplug.max_allocation_bytes``; refused before
+    allocating (:mod:`onnxplug.allocation_limit`), the message names the node, shape and bytes."""
+
+
 def refuse_call(method: str, *args: Any, **kwargs: Any) -> NoReturn:
     """What an onnxruntime method this runtime does not implement does when called."""
     raise UnsupportedOptionError(f"{method}() is not implemented by onnxplug")

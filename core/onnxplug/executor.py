@@ -71,6 +71,8 @@ class Step:
     to_device: Device | None = None
     release: list[PlannedValue] = field(default_factory=list)
     op_type: str = ""  # for profiles: the node's op type, or "A+B+..." for a fused subgraph
+    #: called with the step's inputs before its kernel (onnxplug.allocation_limit); None for most steps
+    guard: Callable[..., None] | None = None
 
 
 @dataclass
@@ -322,8 +324,10 @@ class SubgraphPlan:
     ``run_loop``, which runs all the iterations in one generated function. In a profiled run both
     run the instrumented function, so body steps are timed too."""
 
-    def __init__(self, plan: Plan, graph: Graph) -> None:
+    def __init__(self, plan: Plan, graph: Graph, scan_check: Callable[..., int] | None = None) -> None:
+        """``scan_check``: counts a Loop body's scan outputs (:class:`onnxplug.allocation_limit.ScanCheck`)."""
         self.plan = plan
+        self.scan_check = scan_check
         self.input_names = [vi.name for vi in graph.inputs]
         self.output_names = [vi.name for vi in graph.outputs]
         #: the planned value of each graph output, in order (an output may be listed twice)
@@ -332,6 +336,7 @@ class SubgraphPlan:
         self._loop: CompiledLoop | None = None
 
     def __call__(self, inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
+        check_terminate(" in a subgraph (Scan body, If branch)")  # RunOptions.terminate, per body call
         feeds = dict(zip(self.input_names, inputs))
         stats = _current_stats.get()
         if self._in_plan_order:
@@ -348,7 +353,7 @@ class SubgraphPlan:
         if _current_stats.get() is not None:
             return self._profiled_loop(limit, use_cond, cond, carried, scope)
         if self._loop is None:  # a race only builds it twice
-            self._loop = CompiledLoop(self.plan, _copy, self._output_values)
+            self._loop = CompiledLoop(self.plan, _copy, self._output_values, self.scan_check)
         compiled = self._loop
         try:
             return compiled.function(limit, use_cond, cond, carried, scope)
@@ -365,13 +370,15 @@ class SubgraphPlan:
         scans: list[list] = [[] for _ in range(len(self.output_names) - 1 - n_carried)]
         carried = tuple(carried)
         keep_going = as_bool(cond) if use_cond else True
-        i = 0
+        i, next_check, counted = 0, 1, []
         while keep_going and i < limit:
             check_terminate(" in a Loop body")
             out = self([np.array(i, np.int64), cond, *carried], scope)
             cond, carried = out[0], tuple(out[1:1 + n_carried])
             for values, value in zip(scans, out[1 + n_carried:]):
                 values.append(value)
+            if self.scan_check is not None and scans and i + 1 >= next_check:
+                next_check = self.scan_check(i + 1, counted, *scans)
             if use_cond:
                 keep_going = as_bool(cond)
             i += 1

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from onnxplug.cancellation import cancellable
 from onnxplug.device import CPU, Device
 from onnxplug.errors import (
     BindingError,
@@ -233,7 +234,8 @@ class IOBinding:
         host, on_device = self._feeds(engine)
         bound = engine.plan_for({n: self._inputs[n][0] for n in on_device},
                                 {n: b.device for n, b in self._outputs.items()})
-        result = engine.run_bound(bound, host, on_device)
+        with cancellable(run_options):  # RunOptions.terminate, as InferenceSession.run
+            result = engine.run_bound(bound, host, on_device)
         values = []
         for name, declared in engine.output_types.items():
             value = result[name]

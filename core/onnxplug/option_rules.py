@@ -85,12 +85,16 @@ _RULES: tuple[Rule, ...] = (
     Rule(RUN_OPTIONS, "only_execute_path_to_fetches", TUNING, "computes only what the requested outputs need in "
          "onnxruntime; the requested outputs are the same either way"),
     Rule(RUN_OPTIONS, "terminate", IMPLEMENTED, "True, set from another thread, stops the run before it starts "
-         "or at its next Loop iteration with `RunTerminatedError`; a single kernel call is not interrupted"),
+         "or at its next Loop iteration or Scan/If body call with `RunTerminatedError` (IOBinding runs too); a "
+         "single kernel call is not interrupted"),
     # --- session config entries (add_session_config_entry) ------------------------------------
     Rule(SESSION_CONFIG, "session.disable_cpu_ep_fallback", IMPLEMENTED, "'1' fails session creation when the "
          "requested providers leave nodes unclaimed, and does not add `numpy` last"),
     Rule(SESSION_CONFIG, "session.record_ep_graph_assignment_info", IMPLEMENTED, "'1' keeps the provider "
          "assignment for `InferenceSession.get_provider_graph_assignment_info()`"),
+    Rule(SESSION_CONFIG, "session.onnxplug.max_allocation_bytes", IMPLEMENTED, "onnxplug's own: bytes one node "
+         "may allocate (default half of physical memory, '0' no limit); a node that would allocate more fails "
+         "with `AllocationLimitError` before allocating (docs/reliability.md)"),
     Rule(SESSION_CONFIG, "session.disable_prepacking", TUNING, "onnxruntime's weight prepacking; onnxplug's kernels "
          "prepare weights their own way"),
     Rule(SESSION_CONFIG, "session.use_env_allocators", TUNING, f"onnxruntime's shared allocators; {_MEMORY}"),

@@ -41,6 +41,8 @@ SUPPORTED_CONFIG_KEYS = {
     "session.disable_cpu_ep_fallback": "'1' fails session creation when the requested providers leave nodes unclaimed",
     "session.record_ep_graph_assignment_info": "'1' keeps the provider assignment for "
                                                 "InferenceSession.get_provider_graph_assignment_info()",
+    "session.onnxplug.max_allocation_bytes": "bytes one node may allocate (default: half of physical memory; "
+                                             "'0': no limit); more fails with AllocationLimitError before allocating",
 }
 
 # attributes that take an integer from 0 up (the enums included), checked as onnxruntime's typed
@@ -130,6 +132,10 @@ class SessionOptions(_Strict):
         onnxplug does not implement, and keys it does not know, are refused."""
         if key not in SUPPORTED_CONFIG_KEYS:
             check(SESSION_CONFIG, key, value, f"session config entry {key!r}")
+        if key == "session.onnxplug.max_allocation_bytes":
+            from onnxplug.allocation_limit import parse_limit
+
+            parse_limit(value)  # a bad value fails here, not at session creation
         self._config[key] = str(value)
 
     def get_session_config_entry(self, key: str) -> str:

@@ -120,8 +120,10 @@ class CompiledLoop(_GeneratedFunction):
     ``limit`` iterations have run, and returns the iterations run, the last carried values and a
     list per scan output of the values of each iteration. Outer-scope values are read once."""
 
-    def __init__(self, plan: Plan, copy: Callable[[Step, Any], Any], outputs: Sequence[str]) -> None:
-        """``outputs``: the planned value of each body output, in order."""
+    def __init__(self, plan: Plan, copy: Callable[[Step, Any], Any], outputs: Sequence[str],
+                 scan_check: Callable[..., int] | None = None) -> None:
+        """``outputs``: the planned value of each body output, in order; ``scan_check(i, counted,
+        *scan lists)`` counts the scan outputs now and then and returns when to count next."""
         if len(plan.inputs) < 2 or len(outputs) < len(plan.inputs) - 1:
             raise ValueError("a Loop body takes (iteration, condition, carried...) and returns "
                              "(condition, carried..., scans...)")
@@ -139,6 +141,10 @@ class CompiledLoop(_GeneratedFunction):
         for name in lists:
             writer.line(f"{name} = []")
         writer.line("i = 0")
+        check = scan_check is not None and bool(lists)
+        if check:
+            writer.closure["scan_check"] = scan_check
+            writer.line("next_check, counted = 1, []")
         writer.line("keep_going = _as_bool(cond) if use_cond else True")
         writer.line("while keep_going and i < limit:")
         writer.line("_check_terminate(' in a Loop body')", indent=3)  # RunOptions.terminate, per iteration
@@ -149,6 +155,9 @@ class CompiledLoop(_GeneratedFunction):
         writer.line(f"{targets} = {writer.tuple_of(outputs[:1 + n_carried])}", indent=3)
         for name, value in zip(lists, scans):
             writer.line(f"{name}.append({writer.ref(value)})", indent=3)
+        if check:  # the allocation limit, counted as the scan outputs grow
+            writer.line(f"if i + 1 >= next_check: next_check = scan_check(i + 1, counted, {', '.join(lists)})",
+                        indent=3)
         writer.line(f"if use_cond: keep_going = _as_bool({w(cond)})", indent=3)
         writer.line("i += 1", indent=3)
         writer.line(f"return i, ({writer.tuple_of(carried, ident=True)}), [{', '.join(lists)}]")
@@ -221,6 +230,9 @@ class _Writer:
         (except ``keep``)."""
         for index, step in enumerate(self.plan.steps):
             args = ", ".join(self.ref(n) for n in step.inputs)
+            if step.guard is not None:  # refuses before the kernel allocates (onnxplug.allocation_limit)
+                self.closure[f"g{index}"] = step.guard
+                self.line(f"g{index}({args})", indent, index)
             if self.instrumented:
                 self.closure[f"s{index}"] = step
                 # which inputs are weights: a profile counts them as parameters, not activations
