@@ -1,17 +1,14 @@
 """Benchmark of the graph optimizer: what each level removes and how fast the suite runs.
 
 For each model of the suite: node counts before optimization and after each level, onnxruntime's
-own ORT_ENABLE_ALL node count (from the model it saves with ``optimized_model_filepath``), and
-the median latency of onnxplug at each level next to onnxruntime (2 threads). Latencies are taken
-in interleaved blocks (every configuration once per round, 0.3 s pause between blocks) so drift
-on a shared machine hits all configurations alike.
+own ORT_ENABLE_ALL node count (from the model it saves with ``optimized_model_filepath``), and the
+median latency of onnxplug at each level next to onnxruntime (2 threads), in interleaved blocks.
 
     python benchmarks/bench_optimizer.py [--models resnet18 ...] [--rounds 5] [--runs 3] [--write]
 
-``--write`` replaces the optimizer section of docs/benchmarks.md (between its markers).
-
-onnxplug runs with ``intra_op_num_threads=1`` (its numpy BLAS single-threaded): on a busy
-2-core machine, 2 BLAS threads make identical graphs' times vary tenfold at random.
+``--write`` replaces the optimizer section of docs/benchmarks.md (between its markers). onnxplug
+runs with ``intra_op_num_threads=1`` (its numpy BLAS single-threaded): on a busy 2-core machine, 2
+BLAS threads make identical graphs' times vary at random.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """onnxplug-conformance: the evidence that a provider computes what the ONNX spec says.
 
 Three layers, run on one provider by ``onnxplug conformance NAME`` or
-``pytest --pyargs onnxplug_conformance --provider NAME``:
-
-1. contract tests of the interfaces every provider implements (:mod:`.contract`, mixin classes a
-   provider package can also subclass in its own tests);
-2. the ONNX backend node tests, regenerated from the installed onnx and cached
-   (:mod:`.backend_cases`), run with CPU fallback disabled (:mod:`.node_runner`);
-3. the project's model suite compared with onnxruntime (:mod:`.model_runner`).
-
-Expected failures are data (:mod:`.deviations`); each run prints a table and writes a JSON report
-(:mod:`.reporting`); :mod:`.report_all` regenerates ``docs/conformance.md``. The pytest plugin
-(:mod:`.plugin`) is inert unless a provider is asked for.
+``pytest --pyargs onnxplug_conformance --provider NAME``: contract tests of the interfaces every
+provider implements (:mod:`.contract`); the ONNX backend node tests, regenerated from the installed
+onnx and cached (:mod:`.backend_cases`), run with CPU fallback disabled (:mod:`.node_runner`); and
+the project's model suite compared with onnxruntime (:mod:`.model_runner`). Expected failures are
+data (:mod:`.deviations`); each run prints a table and writes a JSON report (:mod:`.reporting`);
+:mod:`.report_all` regenerates ``docs/conformance.md``. The pytest plugin (:mod:`.plugin`) is inert
+unless a provider is asked for.
 """
 
 from onnxplug_conformance.backend_cases import (

@@ -1,18 +1,12 @@
 """Regenerate the ONNX backend node test data from the case definitions in onnx.
 
-onnx >= 1.23 no longer ships ``onnx/backend/test/data/node``; the cases only exist as
-Python ``export_*`` functions that run when their module is imported.  This module is
-the worker that turns them back into the classic on-disk layout::
-
-    <output>/<test_name>/model.onnx
-    <output>/<test_name>/test_data_set_0/input_<j>.pb
-    <output>/<test_name>/test_data_set_0/output_<j>.pb
-    <output>/<test_name>/case.json          # rtol / atol of the onnx TestCase
-
-The serialisation mirrors the writer in ``onnx/backend/test/cmd_tools.py``
-(``generate-data``).  It must run in a fresh interpreter (``python -m
-onnxplug_conformance.case_generation``) because the exports run only once per process,
-at import time; :mod:`onnxplug_conformance.backend_cases` starts it with fixed seeds.
+onnx >= 1.23 does not ship ``onnx/backend/test/data/node``: the cases exist only as Python
+``export_*`` functions that run when their module is imported. This worker writes them in the
+classic layout (``<test_name>/model.onnx``, ``test_data_set_0/input_<j>.pb`` and ``output_<j>.pb``,
+and ``case.json`` with the TestCase's rtol/atol), as onnx's ``cmd_tools.py generate-data`` does.
+It must run in a fresh interpreter (``python -m onnxplug_conformance.case_generation``) because the
+exports run only once per process, at import time; :mod:`onnxplug_conformance.backend_cases` starts
+it with fixed seeds.
 """
 
 from __future__ import annotations

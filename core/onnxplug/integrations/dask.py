@@ -5,14 +5,11 @@
     scored = onnx_dask.score_frame(ddf, "model.onnx", inputs={"x": ["f0", "f1"]})
 
 Each task carries a :class:`ScoringSpec` (the model's path or bytes, options as a plain dict,
-providers); a worker process builds one session per spec on its first block and reuses it for
-every later block and thread (:func:`~onnxplug.integrations._common.scorer_for`): sessions are
-never pickled. A worker's ``intra_op_num_threads`` defaults to 1, as Dask sizes a worker's
-threads to its cores and runs one block per thread. A provider a worker lacks is skipped with a
-warning, as a session does; dataframes get ``onnxplug_worker``/``onnxplug_providers`` columns
-(:func:`report`), and :func:`worker_sessions` asks every worker of a cluster what it built. The
-tasks' keys start with ``onnxplug-score``, as Dask's progress bar and dashboard show them. A worker
-lost mid-job has its blocks rerun elsewhere by the scheduler; each block's rows stay in order.
+providers); a worker builds one session per spec on its first block and reuses it for every later
+block and thread: sessions are never pickled. A worker's ``intra_op_num_threads`` defaults to 1, as
+Dask runs one block per thread. A provider a worker lacks is skipped with a warning; dataframes get
+``onnxplug_worker``/``onnxplug_providers`` columns (:func:`report`). Task keys start with
+``onnxplug-score``; a lost worker's blocks are rerun elsewhere, each block's rows in order.
 """
 
 from __future__ import annotations

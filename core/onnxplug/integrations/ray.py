@@ -2,17 +2,13 @@
 
     from onnxplug.integrations import ray as onnx_ray
     scored = onnx_ray.score(ds, "model.onnx", concurrency=2, batch_size=256)
-    # or by hand: ds.map_batches(onnx_ray.OnnxScorer, fn_constructor_kwargs={"model": ...},
-    #                            compute=ray.data.ActorPoolStrategy(size=2), num_cpus=1)
 
-Each actor builds one session in ``__init__`` (from a path every node can read, or the model's
-bytes shipped with the constructor arguments) and keeps it for every batch; sessions are never
-pickled, and session options travel as a plain dict (:func:`session_options_to_dict`). An actor's
-``intra_op_num_threads`` defaults to its CPU share (``num_cpus`` of the pool), so the actors of one
-machine do not oversubscribe it. A provider an actor's node lacks is skipped with a warning, as a
-session does; the output's ``onnxplug_worker`` and ``onnxplug_providers`` columns say which process
-scored each row on which providers, and :func:`report` sums them up. Progress is Ray Data's own
-display (the ``MapBatches(OnnxScorer)`` operator's bar).
+Each actor builds one session in ``__init__`` (from a path every node can read, or the model's bytes)
+and keeps it for every batch; sessions are never pickled, and options travel as a plain dict
+(:func:`session_options_to_dict`). An actor's ``intra_op_num_threads`` defaults to its CPU share, so
+the actors of one machine do not oversubscribe it. A provider an actor's node lacks is skipped with a
+warning, as a session does; the ``onnxplug_worker`` and ``onnxplug_providers`` columns say which
+process scored each row on which providers (:func:`report` sums them up).
 """
 
 from __future__ import annotations
@@ -53,7 +49,11 @@ class OnnxScorer:
     ``inputs``: model input -> column, or -> list of scalar columns stacked into a matrix.
     ``outputs``: the outputs to compute (default all), each becoming a column of its name.
     ``keep_columns``: input columns copied to the output (default: those that feed no input).
-    ``report``: add the worker and providers columns."""
+    ``report``: add the worker and providers columns.
+
+    By hand: ``ds.map_batches(OnnxScorer, fn_constructor_kwargs={"model": ...},
+    compute=ray.data.ActorPoolStrategy(size=2), num_cpus=1)``; progress is Ray Data's own display
+    (the ``MapBatches(OnnxScorer)`` operator's bar)."""
 
     def __init__(self, model: Any = None, session_options: Any = None, providers: Sequence[Any] | None = None,
                  inputs: Mapping[str, Any] | None = None, outputs: Sequence[str] | None = None,

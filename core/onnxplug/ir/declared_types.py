@@ -1,17 +1,13 @@
 """A graph's declared input and output types as onnxruntime reads them.
 
-* An input needs a type with an element type: onnxruntime refuses a model whose input has none,
-  and so does the loader, naming the input.
-* An output may lack a type (onnxruntime takes the inferred one): :func:`untyped_outputs` lists
-  them so the checker can be shown a placeholder.
-* An output's declared shape is merged with the inferred one as onnxruntime merges them (onnx's
-  ``mergeInShapeInfo``, and on a conflict its lenient fallback, which keeps the dimensions the two
-  agree on): an inferred size fills an unknown or named dimension, an inferred name an unknown one,
-  a size conflict leaves that dimension unknown and a rank conflict the rank.
-* Dimension names that onnx's shape inference makes up (``unk__0``, ...) are unknown dimensions, as
-  in onnxruntime, whose inference makes none up; names the model declares itself are kept.
-
-(Negative sizes and empty names already read as unknown: :mod:`onnxplug.ir.types`.)
+An input needs a type with an element type (the loader refuses one without, naming it, as
+onnxruntime does). An output may lack a type (:func:`untyped_outputs` lists them). An output's
+declared shape is merged with the inferred one as onnxruntime merges them (onnx's
+``mergeInShapeInfo`` with its lenient fallback): an inferred size fills an unknown or named
+dimension, an inferred name an unknown one; a size conflict leaves that dimension unknown, a rank
+conflict the rank. Dimension names onnx's shape inference makes up (``unk__0``, ...) are unknown
+dimensions, as in onnxruntime; names the model declares are kept. (Negative sizes and empty names
+already read as unknown: :mod:`onnxplug.ir.types`.)
 """
 
 from __future__ import annotations

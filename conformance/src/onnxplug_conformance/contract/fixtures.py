@@ -1,17 +1,12 @@
 """The fixture contract of the contract tests.
 
-A test class that mixes in the ``Base*Tests`` classes provides:
-
-``provider_class`` (required)
-    The :class:`~onnxplug.provider.ExecutionProvider` subclass under test.
-``provider_options`` (optional, default ``{}``)
-    Options the provider is created with.
-
-Either may be a fixture method on the class, a module-level fixture or a ``conftest.py``
-fixture. Everything else is derived here: ``provider_under_test`` (the class registered in
-the provider catalog for the test, so sessions can name it), ``provider`` (an instance; the
-test is skipped with the provider's own reason when it is unavailable here), ``claim_survey``
-and ``claimed_dtypes``.
+A test class that mixes in the ``Base*Tests`` classes provides ``provider_class`` (required: the
+:class:`~onnxplug.provider.ExecutionProvider` subclass under test) and ``provider_options``
+(optional, default ``{}``), each a fixture method on the class, a module-level fixture or a
+``conftest.py`` fixture. Everything else is derived here: ``provider_under_test`` (the class
+registered in the provider catalog for the test, so sessions can name it), ``provider`` (an
+instance; the test is skipped with the provider's own reason when it is unavailable here),
+``claim_survey`` and ``claimed_dtypes``.
 """
 
 from __future__ import annotations

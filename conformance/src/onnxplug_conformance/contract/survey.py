@@ -1,18 +1,13 @@
 """What a provider claims across many graphs, and whether those claims are consistent.
 
-The survey offers the provider every ONNX backend node case graph and every model of the
-project's suite, exactly as the partitioner would (a :class:`GraphView` of the unclaimed nodes),
-and checks each answer of ``get_capability``:
-
-* every claim holds nodes, all offered, none claimed twice;
-* a single-node claim resolves to a kernel (``resolve_kernel``); ``Kernel.supports`` is not
-  asked again here, since a provider may give it context that only exists inside its own
-  ``get_capability`` (a device being claimed for, say);
-* a fused claim comes from a provider that implements ``compile``.
-
-It also records the element types of the tensors claimed nodes read and write: the dtypes the
-provider claims, whose round trips the data-transfer tests check. Results are cached per
-provider class and options, since several contract tests share them.
+The survey offers the provider every ONNX backend node case graph and every model of the project's
+suite, as the partitioner would (a :class:`GraphView` of the unclaimed nodes), and checks each
+answer of ``get_capability``: every claim holds nodes, all offered, none claimed twice; a
+single-node claim resolves to a kernel (``Kernel.supports`` is not asked again, since a provider may
+give it context that only exists inside its own ``get_capability``); a fused claim comes from a
+provider that implements ``compile``. It also records the element types the claimed nodes read and
+write, whose round trips the data-transfer tests check. Results are cached per provider class and
+options, since several contract tests share them.
 """
 
 from __future__ import annotations
