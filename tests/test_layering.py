@@ -24,7 +24,8 @@ NUMPY_PROVIDER = "onnxplug.providers.numpy"
 PUBLIC = frozenset({"onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.kernel", "onnxplug.provider",
                     "onnxplug.hookspecs", "onnxplug.plugins", "onnxplug.ir", "onnxplug.ir.types",
                     "onnxplug.ir.graph", "onnxplug.session", "onnxplug.options", "onnxplug.ort_value",
-                    "onnxplug.testing", "onnxplug.testing.model_suite"})
+                    "onnxplug.testing", "onnxplug.testing.model_suite", "onnxplug.geometry",
+                    "onnxplug.mlas"})
 
 
 def _module_name(path: Path, root: Path) -> str:

@@ -18,7 +18,8 @@ MODULES = ["onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.kernel", 
            "onnxplug.capi.onnxruntime_inference_collection", "onnxplug.as_onnxruntime",
            "onnxplug.as_onnxruntime.namespace", "onnxplug.as_onnxruntime.__main__", "onnxplug.option_rules",
            "onnxplug.feeds", "onnxplug.provider_specs", "onnxplug.ir.declared_types", "onnxplug.engine",
-           "onnxplug.profiling", "onnxplug.plan_compiler", "onnxplug.fused_schemas", "onnxplug.version"]
+           "onnxplug.profiling", "onnxplug.plan_compiler", "onnxplug.fused_schemas", "onnxplug.version",
+           "onnxplug.geometry", "onnxplug.mlas"]
 
 
 def _public_members(module):

@@ -16,7 +16,7 @@ from onnxplug_sdk._compat import SUPPORTED_CORE_API, IncompatibleCoreError, chec
 
 check_core_api()
 
-from onnxplug import errors  # noqa: E402  (after the version check, on purpose)
+from onnxplug import errors, geometry, mlas  # noqa: E402  (after the version check, on purpose)
 from onnxplug.device import CPU, Allocator, DataTransfer, Device, HardwareDevice, host_cpu  # noqa: E402
 from onnxplug.hookspecs import hookimpl  # noqa: E402
 from onnxplug.ir import Graph, Node, ValueType, elem_type_of, numpy_dtype  # noqa: E402
@@ -41,10 +41,14 @@ from onnxplug_sdk.helpers import (  # noqa: E402
     check_dtypes,
     broadcast_shapes,
     conv_output_shape,
+    conv_transpose_pads,
+    decode_auto_pad,
     infer_output_types,
     onnx_type_name,
+    output_size,
     pool_output_shape,
     resolve_pads,
+    window_geometry,
 )
 from onnxplug_sdk.registry_provider import KernelRegistryProvider, registry_for  # noqa: E402
 
@@ -55,11 +59,12 @@ __all__ = [
     "CORE_API_VERSION", "CPU", "DECLINE_KINDS", "Allocator", "Availability", "Capability", "DataTransfer",
     "Decline", "Device",
     "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "HardwareDevice", "Kernel", "KernelContext",
-    "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "hookimpl", "host_cpu", "numpy_dtype",
+    "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "geometry", "hookimpl", "mlas", "host_cpu", "numpy_dtype",
     # the SDK's own
     "FUSABLE_ELEMENTWISE", "SUPPORTED_CORE_API", "CompilingProvider", "DeviceArray", "DeviceMemory",
     "DeviceMemoryError", "IncompatibleCoreError", "KernelRegistryProvider", "NullDevice", "ShapeError",
     "__version__",
-    "attribute_defaults", "broadcast_shapes", "check_core_api", "check_dtypes", "conv_output_shape", "helpers",
-    "infer_output_types", "onnx_type_name", "pool_output_shape", "registry_for", "resolve_pads",
+    "attribute_defaults", "broadcast_shapes", "check_core_api", "check_dtypes", "conv_output_shape",
+    "conv_transpose_pads", "decode_auto_pad", "helpers", "infer_output_types", "onnx_type_name", "output_size",
+    "pool_output_shape", "registry_for", "resolve_pads", "window_geometry",
 ]

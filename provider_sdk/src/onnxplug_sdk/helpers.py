@@ -13,7 +13,17 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
-from onnxplug.errors import OnnxplugError, UnknownOpError
+from onnxplug.errors import UnknownOpError
+from onnxplug.geometry import (
+    SAME_PADS,
+    ShapeError,
+    conv_transpose_pads,
+    decode_auto_pad,
+    output_size,
+    per_axis,
+    resolve_pads,
+    window_geometry,
+)
 from onnxplug.ir import Node, ValueType, elem_type_of, numpy_dtype
 from onnxplug.ir.types import Dim
 from onnxplug.provider import Decline
@@ -22,15 +32,10 @@ if TYPE_CHECKING:
     from onnxplug.provider import GraphView
 
 __all__ = ["ShapeError", "attribute_defaults", "broadcast_shapes", "check_dtypes", "conv_output_shape",
-           "infer_output_types",
-           "numpy_dtype", "onnx_type_name", "pool_output_shape", "resolve_pads"]
+           "conv_transpose_pads", "decode_auto_pad", "infer_output_types", "numpy_dtype", "onnx_type_name",
+           "output_size", "pool_output_shape", "resolve_pads", "untyped_reason", "window_geometry"]
 
 _STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training")
-_AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
-
-
-class ShapeError(OnnxplugError, ValueError):
-    """Shapes or shape attributes that do not fit together."""
 
 
 # --- broadcasting ------------------------------------------------------------------------------
@@ -107,45 +112,7 @@ def attribute_defaults(node: Node) -> dict[str, Any]:
 
 
 # --- convolution and pooling shapes -------------------------------------------------------------
-
-def _per_axis(name: str, value: Sequence[int] | None, rank: int, default: int) -> list[int]:
-    if value is None or len(value) == 0:
-        return [default] * rank
-    if len(value) != rank:
-        raise ShapeError(f"{name} {list(value)} has {len(value)} entries, expected {rank} (one per spatial axis)")
-    return [int(v) for v in value]
-
-
-def resolve_pads(auto_pad: str, in_spatial: Sequence[int], kernel: Sequence[int],
-                 strides: Sequence[int] | None = None, dilations: Sequence[int] | None = None,
-                 pads: Sequence[int] | None = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The (begin, end) padding of each spatial axis for a Conv or pool, as ONNX defines ``auto_pad``.
-
-    ``NOTSET`` uses ``pads`` (``[b1.., e1..]``, zeros when absent); ``VALID`` pads nothing;
-    ``SAME_UPPER``/``SAME_LOWER`` pad so the output has ``ceil(in / stride)`` elements, the odd
-    element at the end (UPPER) or the beginning (LOWER).
-    """
-    rank = len(kernel)
-    if auto_pad not in _AUTO_PADS:
-        raise ShapeError(f"auto_pad {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
-    if len(in_spatial) != rank:
-        raise ShapeError(f"input has {len(in_spatial)} spatial axes but the kernel {list(kernel)} has {rank}")
-    strides_ = _per_axis("strides", strides, rank, 1)
-    dilations_ = _per_axis("dilations", dilations, rank, 1)
-    if auto_pad == "NOTSET":
-        flat = _per_axis("pads", pads, 2 * rank, 0)
-        return tuple(flat[:rank]), tuple(flat[rank:])
-    if auto_pad == "VALID":
-        return (0,) * rank, (0,) * rank
-    begins, ends = [], []
-    for size, k, s, d in zip(in_spatial, kernel, strides_, dilations_):
-        out = -(-int(size) // s)
-        total = max(0, (out - 1) * s + (k - 1) * d + 1 - int(size))
-        small, large = total // 2, total - total // 2
-        begins.append(small if auto_pad == "SAME_UPPER" else large)
-        ends.append(large if auto_pad == "SAME_UPPER" else small)
-    return tuple(begins), tuple(ends)
-
+# The pads and window counts are the core's (onnxplug.geometry), shared by every provider.
 
 def conv_output_shape(input_shape: Sequence[Dim], weight_shape: Sequence[Dim], auto_pad: str = "NOTSET",
                       strides: Sequence[int] | None = None, dilations: Sequence[int] | None = None,
@@ -183,8 +150,8 @@ def _windowed_sizes(in_spatial: Sequence[Dim], kernel: Sequence[int], auto_pad: 
                     strides: Sequence[int] | None, dilations: Sequence[int] | None,
                     pads: Sequence[int] | None, *, ceil_mode: bool) -> list[Dim]:
     rank = len(kernel)
-    strides_ = _per_axis("strides", strides, rank, 1)
-    dilations_ = _per_axis("dilations", dilations, rank, 1)
+    strides_ = per_axis("strides", strides, rank, 1)
+    dilations_ = per_axis("dilations", dilations, rank, 1)
     known = [d if isinstance(d, int) else 0 for d in in_spatial]
     begins, ends = resolve_pads(auto_pad, known, kernel, strides_, dilations_, pads)
     sizes: list[Dim] = []
@@ -192,19 +159,12 @@ def _windowed_sizes(in_spatial: Sequence[Dim], kernel: Sequence[int], auto_pad: 
         if not isinstance(size, int):
             sizes.append(None)
             continue
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if decode_auto_pad(auto_pad) in SAME_PADS:
             sizes.append(-(-size // s))
             continue
-        span = size + pb + pe - ((k - 1) * d + 1)
-        if span < 0:
+        if size + pb + pe < (k - 1) * d + 1:
             raise ShapeError(f"window {k} (dilation {d}) is larger than the padded input size {size + pb + pe}")
-        if ceil_mode:
-            out = -(-span // s) + 1
-            if (out - 1) * s >= size + pb:  # the last window would start inside the end padding
-                out -= 1
-        else:
-            out = span // s + 1
-        sizes.append(out)
+        sizes.append(output_size(size, k, s, d, pb, pe, ceil_mode))
     return sizes
 
 
@@ -289,6 +249,34 @@ def _better_dim(inferred: Dim, declared: Dim) -> Dim:
     return inferred
 
 
+def _dtype_unknown(view: GraphView, name: str) -> bool:
+    t = view.type_of(name)
+    return t is None or (t.kind == "tensor" and t.dtype is None)
+
+
+def untyped_reason(view: GraphView, name: str) -> str:
+    """Why ``name`` has no tensor element type: a sequence or map, or the node where type inference
+    stopped (the first producer upstream whose inputs are typed but whose output is not), or an
+    input or outer-scope value that declares none."""
+    t = view.type_of(name)
+    if t is not None and t.kind != "tensor":
+        return f"{name!r} is a {t.kind}, not a tensor"
+    current, seen = name, set()
+    while current not in seen:
+        seen.add(current)
+        producer = view.producer(current)
+        if producer is None:
+            return (f"the element type of {name!r} is unknown: "
+                    f"{'it' if current == name else repr(current)}, an input or outer-scope value, declares none")
+        upstream = next((i for i in producer.inputs if i and _dtype_unknown(view, i)), None)
+        if upstream is None:
+            via = "" if current == name else f" (via {current!r})"
+            return (f"the element type of {name!r} is unknown: type inference gives none for the output of "
+                    f"{producer.describe()}{via}")
+        current = upstream
+    return f"the element type of {name!r} is unknown"
+
+
 def check_dtypes(node: Node, view: GraphView, allowed: Collection[str]) -> bool | Decline:
     """``True`` when every tensor the node reads or writes has a known element type named in
     ``allowed`` (numpy names: ``"float32"``), else a ``Decline`` naming the first that does not:
@@ -296,7 +284,7 @@ def check_dtypes(node: Node, view: GraphView, allowed: Collection[str]) -> bool 
     for name in [n for n in [*node.inputs, *node.outputs] if n]:
         t = view.type_of(name)
         if t is None or t.kind != "tensor" or t.dtype is None:
-            return Decline("dtype", f"the element type of {name!r} is unknown or not a tensor's")
+            return Decline("dtype", untyped_reason(view, name))
         if t.dtype.name not in allowed:
             return Decline("dtype", f"{name!r} is {t.dtype.name}, not one of {', '.join(sorted(allowed))}")
     return True
