@@ -7,10 +7,8 @@ onnxruntime's CPU provider (2 threads) and, when installed, onnxplug's numba pro
     python benchmarks/bench_opencl.py --write         # also replace the OpenCL section of docs/benchmarks.md
     python benchmarks/bench_opencl.py --profile resnet18   # device time per kernel (profiling events)
 
-Timings are medians of ``--repeat`` runs after warm-up. GEMM operands live on the device (the
-kernel is timed up to ``queue.finish()``, without transfers); model latencies are end to end
-(host inputs in, host outputs out). The load average printed with each table says how busy the
-machine was: on a shared machine the numbers move with it.
+Medians of ``--repeat`` runs after warm-up. GEMM operands live on the device (timed up to
+``queue.finish()``, without transfers); model latencies are end to end (host in, host out).
 """
 
 from __future__ import annotations

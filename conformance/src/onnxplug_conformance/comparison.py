@@ -1,10 +1,9 @@
 """Output comparison with the semantics of onnx's backend runner.
 
-Mirrors ``onnx.backend.test.runner.Runner.assert_similar_outputs`` (onnx 1.23):
-same number of outputs, per tensor the same shape, then strings compared exactly and
-everything else with the same dtype and ``np.testing.assert_allclose(actual, expected,
-rtol, atol)`` (NaN equals NaN); bfloat16 is compared in float32 with
-``rtol >= 2**-6`` (two bfloat16 ULPs).  Where the runner is loose or crashes, this is
+Mirrors ``onnx.backend.test.runner.Runner.assert_similar_outputs`` (onnx 1.23): same number of
+outputs, per tensor the same shape, then strings compared exactly and everything else with the same
+dtype and ``np.testing.assert_allclose(actual, expected, rtol, atol)`` (NaN equals NaN); bfloat16 in
+float32 with ``rtol >= 2**-6`` (two bfloat16 ULPs). Where the runner is loose or crashes, this is
 stricter and says why: sequence lengths must match, an empty optional (``None``) must
 meet ``None``, maps must have the same keys, and the message names the output.
 

@@ -6,11 +6,10 @@ collected and it defines no fixture until a run asks for a provider::
     pytest --pyargs onnxplug_conformance --provider numpy [--provider-option K=V]
            [--conformance-json report.json] [--deviations FILE] [--conformance-layers node,model]
 
-Then :class:`~onnxplug_conformance.run.ConformanceRun` is registered: it resolves the
-provider, applies its deviations, records every outcome, prints the table and writes the JSON
-report. The option's registered name is ``--onnxplug-provider``, so no other project's own
-``--provider`` option can clash with it; ``--provider`` is accepted as its spelling only on a
-command line that names this package (``--pyargs onnxplug_conformance``).
+Then :class:`~onnxplug_conformance.run.ConformanceRun` runs the provider's cases with its
+deviations and reports them. The option's registered name is ``--onnxplug-provider``, so no other
+project's ``--provider`` can clash; ``--provider`` is accepted only on a command line that names
+this package (``--pyargs onnxplug_conformance``).
 """
 
 from __future__ import annotations

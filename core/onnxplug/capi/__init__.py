@@ -7,10 +7,9 @@ names clients take from onnxruntime's compiled module: its status exceptions (``
 ``onnxruntime_inference_collection`` holds the Python classes (``InferenceSession``, ``IOBinding``,
 ``OrtValue``). Under ``python -m onnxplug.as_onnxruntime`` these modules are ``onnxruntime.capi.*``.
 
-Version: onnxruntime's ``__version__`` and ``get_version_string()`` read ``1.32.0+onnxplug.0.1.0``,
-a PEP 440 local version of the onnxruntime release whose API is mirrored: ``packaging.version``
-orders it with 1.32.0 (and ``>=1.32`` holds), the first two ``split('.')`` fields are ``1`` and
-``32``, and the local part says it is onnxplug. ``onnxplug.__version__`` stays onnxplug's own.
+Version: ``__version__`` and ``get_version_string()`` read ``1.32.0+onnxplug.0.1.0``, a PEP 440
+local version of the mirrored onnxruntime release, so version checks against 1.32 hold and the
+local part says it is onnxplug. ``onnxplug.__version__`` stays onnxplug's own.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """How the zoo decides that a provider gave the oracle's answer.
 
-- same number of outputs; each output of the same kind (tensor, sequence, map);
-- tensors: same dtype and shape, then
-  - floats: ``|actual - expected| <= ATOL * max(1, max|expected|) + RTOL * |expected|`` element-wise,
-    NaN where the oracle has NaN and the same infinities;
-  - integers, booleans, strings: equal, except that integer outputs of a quantized model may differ
-    by one (a rounding step);
-- sequences (lists) element by element; maps (dicts, as ZipMap gives) with the same keys, their
-  values by the rules above.
+Same number of outputs, each of the same kind (tensor, sequence, map). Tensors: same dtype and
+shape, then floats within ``ATOL * max(1, max|expected|) + RTOL * |expected|`` element-wise (NaN
+where the oracle has NaN, the same infinities); integers, booleans and strings equal, except that
+integer outputs of a quantized model may differ by one (a rounding step). Sequences (lists) element
+by element; maps (dicts, as ZipMap gives) with the same keys, their values by the rules above.
 
 :func:`compare_outputs` returns the problems found (empty when everything matches), one line each,
 naming the output and where it differs.

@@ -1,16 +1,15 @@
 """Small single-op programs computed by numpy's ufuncs instead of the compiled loop.
 
 A planned call of the compiled loop pays numba's dispatch (typing each argument) and flattens
-every operand; a ufunc call skips both. Control-flow bodies run many such tiny
-ops (a loop condition, a counter increment), so for them the ufunc is used, but only for ops
+every operand; a ufunc call skips both. Control-flow bodies run many such tiny ops (a loop
+condition, a counter increment), so for them the ufunc is used, but only for ops
 where it is bit-identical to the generated scalar expression and raises no floating-point warning
 the compiled loop would not: comparisons, logic, ``Abs``/``Neg``, ``Where``, ``IsNaN``, and
 integer ``Add``/``Sub``/``Mul`` (both wrap modulo 2**bits).
 
 A comparison or logical op on 0-d inputs (a loop condition, an If's predicate) goes further: it
 compares the Python values (``item()``: exact for every integer and float dtype, NaN compares as
-IEEE says) and wraps the bool in a new 0-d array, cheaper than a ufunc call with ``out=``
-(docs/benchmarks.md, "Measurements behind design choices").
+IEEE says) and wraps the bool in a new 0-d array, cheaper than a ufunc call with ``out=``.
 """
 
 from __future__ import annotations
