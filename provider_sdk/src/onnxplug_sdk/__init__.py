@@ -59,7 +59,8 @@ __all__ = [
     "CORE_API_VERSION", "CPU", "DECLINE_KINDS", "Allocator", "Availability", "Capability", "DataTransfer",
     "Decline", "Device",
     "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "HardwareDevice", "Kernel", "KernelContext",
-    "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "geometry", "hookimpl", "mlas", "host_cpu", "numpy_dtype",
+    "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "geometry", "hookimpl", "host_cpu", "mlas",
+    "numpy_dtype",
     # the SDK's own
     "FUSABLE_ELEMENTWISE", "SUPPORTED_CORE_API", "CompilingProvider", "DeviceArray", "DeviceMemory",
     "DeviceMemoryError", "IncompatibleCoreError", "KernelRegistryProvider", "NullDevice", "ShapeError",
