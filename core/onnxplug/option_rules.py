@@ -2,17 +2,13 @@
 
 Every option name onnxruntime takes (``SessionOptions`` and ``RunOptions`` attributes, session and
 run config keys, the documented options of its CPU and CUDA providers) has one :class:`Rule`:
-
-* ``implemented``: onnxplug acts on it;
-* ``tuning``: it only tunes onnxruntime's internals (memory arena and planner, thread pools,
-  spinning, kernel search), so any value is accepted, logged at verbose severity
-  (``onnxplug.options``), and has no effect on results here;
-* ``refused``: it would change results (or a behaviour) that onnxplug does not implement, so it
-  raises :class:`~onnxplug.errors.UnsupportedOptionError` naming it and saying why, except at the
-  ``accepted`` values, which are what onnxplug does anyway.
-
-A name the table does not have is refused. ``docs/onnxruntime-options.md`` holds the table as
-:func:`markdown_table` renders it (a test compares them).
+``implemented`` (onnxplug acts on it); ``tuning`` (it only tunes onnxruntime's internals, so any
+value is accepted, logged at verbose severity by ``onnxplug.options``, without effect on results);
+or ``refused`` (it would change results or behaviour onnxplug does not implement: it raises
+:class:`~onnxplug.errors.UnsupportedOptionError` naming it and saying why, except at the
+``accepted`` values, which are what onnxplug does anyway). A name the table does not have is
+refused. ``docs/onnxruntime-options.md`` holds the table as :func:`markdown_table` renders it (a
+test compares them).
 """
 
 from __future__ import annotations
