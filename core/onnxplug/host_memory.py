@@ -2,14 +2,12 @@
 
 numpy takes every array from the C heap. glibc serves blocks above its mmap threshold (128 KiB to
 32 MiB, adaptive) with fresh ``mmap`` calls and unmaps them when freed, so each large intermediate
-of every run costs one page fault per 4 KiB page while the kernel zeroes it (docs/benchmarks.md,
-"Measurements behind design choices"). onnxruntime avoids this with its CPU memory arena; the equivalent for numpy is to have glibc keep
-large freed blocks in the heap for the next run.
-
-This is process-wide (glibc has one policy per process): once a session turns it on, the rest of
-the process's numpy code also keeps its freed memory for reuse, and the process holds on to its peak
-heap size, as it would with onnxruntime's arena. A session with the arena off gives free heap memory
-back to the operating system after each run instead. Other C libraries (musl, macOS) are left alone.
+of every run costs one page fault per 4 KiB page while the kernel zeroes it. onnxruntime avoids
+this with its CPU memory arena; the equivalent for numpy is to have glibc keep large freed blocks
+in the heap for the next run. This is process-wide (glibc has one policy per process): once a
+session turns it on, the rest of the process's numpy code also keeps its freed memory, and the
+process holds on to its peak heap size, as with onnxruntime's arena. A session with the arena off
+gives free heap memory back after each run instead. Other C libraries (musl, macOS) are left alone.
 """
 
 from __future__ import annotations
