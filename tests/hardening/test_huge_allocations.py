@@ -1,7 +1,9 @@
 """A model asking for more memory than there is fails with a typed error naming the node and the size.
 
-No configurable limit exists yet: these pin what happens today (the allocation is refused by numpy,
-the executor reports it as a KernelError naming the node; a header is refused by the loader).
+With the default limit (half of physical memory, ``session.onnxplug.max_allocation_bytes``) a
+node's request is refused before allocating, as AllocationLimitError; a tensor header claiming
+more elements than its data holds is refused by the loader. tests/hardening/test_allocation_limit.py
+checks each op kind against a small limit.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import onnx
 import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper
-from onnxplug.errors import KernelError, ModelValidationError
+from onnxplug.errors import AllocationLimitError, ModelValidationError
 
 _I = onnx.numpy_helper.from_array
 _HUGE = np.array([2**20, 2**20], np.int64)  # 2^40 elements: 4 TiB of float32
@@ -26,9 +28,10 @@ def _model(nodes, inits) -> bytes:
 
 
 @pytest.mark.parametrize("op,inputs", [("ConstantOfShape", ["s"]), ("Expand", ["x", "s"])])
-def test_huge_shape_is_a_kernel_error_naming_node_and_size(op, inputs):
+def test_huge_shape_is_refused_under_the_default_limit_naming_node_and_size(op, inputs):
     sess = ort.InferenceSession(_model([helper.make_node(op, inputs, ["y"], name="huge")], [_I(_HUGE, "s")]))
-    with pytest.raises(KernelError, match=r"node 'huge' .* failed on provider 'numpy'.*4\.00 TiB"):
+    with pytest.raises(AllocationLimitError, match=r"node 'huge' .*float32\[1048576, 1048576\]: 4398046511104 "
+                                                   r"bytes \(4\.00 TiB\), over the limit of \d+ bytes"):
         sess.run(None, {"x": np.ones(1, np.float32)})
     np.testing.assert_array_equal(  # the session still runs a sane request afterwards
         ort.InferenceSession(_model([helper.make_node("Relu", ["x"], ["y"])], [])).run(
