@@ -3,12 +3,10 @@
     onnxplug models resnet18 -o /tmp/r18.onnx
     python benchmarks/bench_cold_start.py /tmp/r18.onnx --provider numba [--repeat 2]
 
-Each measurement is a new Python process. The cold one gets empty folders for numba's cache
-(``NUMBA_CACHE_DIR``, where static ``cache=True`` kernels go) and onnxplug's generated-kernel cache
-(``ONNXPLUG_NUMBA_CACHE_DIR``); the warm ones reuse the folders the cold one filled. Printed per
-process: import, session creation, first run, second run (wall seconds), the process's CPU seconds
-up to there (user + system, all threads: less dependent on a busy machine than wall time), and
-onnxruntime's session creation and first run in the same process for scale.
+Each measurement is a new Python process: the cold one with empty numba and generated-kernel cache
+folders (``NUMBA_CACHE_DIR``, ``ONNXPLUG_NUMBA_CACHE_DIR``), the warm ones reusing what it left.
+Printed per process: import, session creation, first and second run (wall seconds), CPU seconds of
+the process up to there (all threads), and onnxruntime's session creation and first run for scale.
 """
 
 from __future__ import annotations

@@ -5,11 +5,9 @@ and exits with status 2 (nothing is measured on a stand-in).
     python benchmarks/bench_cupy.py --models resnet18 --batch 1 32 --iobinding
     python benchmarks/bench_cupy.py --gemm                # cuBLAS GEMM through cupy.matmul only
 
-Engines: onnxruntime CPU (2 threads, the project's reference), onnxplug ``cupy`` end to end (host
-inputs in, host outputs out), with ``--iobinding`` also onnxplug ``cupy`` with inputs and outputs
-bound on the device (no host copies), and onnxruntime's CUDAExecutionProvider when
-onnxruntime-gpu is installed. Medians of interleaved blocks (benchmarks/harness.py); session
-creation time (kernel compilation with NVRTC) is reported separately.
+Engines: onnxruntime CPU (2 threads), onnxplug ``cupy`` end to end, with ``--iobinding`` also with
+inputs and outputs bound on the device, and onnxruntime's CUDA provider when onnxruntime-gpu is
+installed. Medians of interleaved blocks; session creation (NVRTC compilation) is reported apart.
 """
 
 from __future__ import annotations

@@ -2,14 +2,10 @@
 
     python benchmarks/bench_distributed.py [--workloads mlp resnet18] [--repeat 3]
 
-Workloads: ``mlp``, the tabular classifier of :mod:`onnxplug.testing.tabular` on 100,000 rows in
-batches of 1,000 (per-batch overhead dominates); ``resnet18``, the suite model on 48 images in
-batches of 8 (compute dominates). Engines: one session in this process looping over the batches
-(1 and 2 intra-op threads); Dask on a LocalCluster of 2 worker processes of 1 thread, the job pinned
-to 1 or both, input persisted on the workers and sessions built by a warm-up job first; Ray Data on
-a 2-CPU local cluster, an actor pool of 1 or 2 actors of 1 CPU, input materialized in the object
-store. A Ray job starts its actor pool (processes, imports, session) each time: its time includes
-that start, and the ``ray start`` row is a 1-row job's time to show it. Medians of ``--repeat`` runs.
+Workloads: ``mlp`` (the tabular classifier of :mod:`onnxplug.testing.tabular`, 100,000 rows in
+batches of 1,000: per-batch overhead dominates) and ``resnet18`` (48 images in batches of 8: compute
+dominates). Engines and their set-up are described in docs/benchmarks.md ("Batch inference on Ray
+Data and Dask"). Medians of ``--repeat`` runs.
 """
 
 from __future__ import annotations
