@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, Kernel, KernelContext, Node, check_dtypes
+from onnxplug_sdk.helpers import untyped_reason
 
 from onnxplug_numba.kernels import native_parallel
 from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS, ThreadControl
@@ -29,13 +30,25 @@ def dtypes_in(view: GraphView, names: Iterable[str], allowed: frozenset[np.dtype
 
 
 def all_present_same(view: GraphView, node: Node, allowed: frozenset[np.dtype],
-                     inputs: Iterable[int] | None = None) -> bool:
-    """The chosen inputs (default: all) and every typed output share one dtype from ``allowed``."""
-    picked = [node.inputs[i] for i in inputs if i < len(node.inputs)] if inputs is not None else node.inputs
-    found = {view.dtype_of(n) for n in picked if n}
+                     inputs: Iterable[int] | None = None) -> bool | Decline:
+    """The chosen inputs (default: all) and every typed output share one dtype from ``allowed``;
+    else the ``Decline`` naming the untyped value, the mix, or the dtype."""
+    picked = [n for n in ([node.inputs[i] for i in inputs if i < len(node.inputs)] if inputs is not None
+                          else node.inputs) if n]
+    untyped = next((n for n in picked if view.dtype_of(n) is None), None)
+    if untyped is not None:
+        return Decline("dtype", untyped_reason(view, untyped))
     # outputs of custom-domain ops may have no inferred type; a known one must agree
-    found |= {t for t in (view.dtype_of(n) for n in node.outputs if n) if t is not None}
-    return len(found) == 1 and next(iter(found)) in allowed
+    typed = {n: view.dtype_of(n) for n in [*picked, *(o for o in node.outputs if o)] if view.dtype_of(n) is not None}
+    found = set(typed.values())
+    if len(found) > 1:
+        return Decline("dtype", "mixed element types: " + ", ".join(f"{n!r} is {t}" for n, t in typed.items()))
+    if not found:
+        return Decline("dtype", "none of its inputs and outputs has a known element type")
+    if next(iter(found)) not in allowed:
+        return Decline("dtype", f"element type {next(iter(found))} is not one of "
+                                f"{', '.join(sorted(t.name for t in allowed))}")
+    return True
 
 
 def register_all(decorator: Callable[..., Callable[[type], type]], ops: Iterable[str],

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
+from onnxplug_sdk.helpers import untyped_reason
 
 from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
@@ -40,8 +41,11 @@ class ElementwiseKernel(NumbaKernel):
         if not elementwise_opset_ok(node):
             return Decline("attribute", "a binary op before opset 7 (its broadcast attribute) is not generated")
         if step_for(node, view.dtype_of) is None:
+            untyped = next((n for n in node.inputs if n and view.dtype_of(n) is None), None)
+            if untyped is not None:
+                return Decline("dtype", untyped_reason(view, untyped))
             types = ", ".join(str(view.dtype_of(n)) for n in node.inputs if n)
-            return Decline("dtype", f"no generated loop for input types ({types})")
+            return Decline("dtype", f"no generated {node.op_type} loop for input types ({types})")
         return True
 
     def _runner(self, inputs: Sequence[np.ndarray | None]) -> tuple[ElementwiseRunner, list[int]]:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from onnxplug_sdk import Decline, GraphView, Kernel, KernelContext, Node
+from onnxplug_sdk.helpers import untyped_reason
 
-from onnxplug_opencl.engine.dtypes import device_supports
+from onnxplug_opencl.engine.dtypes import C_TYPES, device_supports
 from onnxplug_opencl.runtime.devices import DeviceEntry
 
 if TYPE_CHECKING:
@@ -69,9 +70,14 @@ class ClKernel(Kernel):
             return Decline("device", "asked outside the provider's claiming")
         if cls.check_types:
             for n in [n for n in [*node.inputs, *node.outputs] if n]:
-                if not device_supports(entry, view.dtype_of(n)):
-                    return Decline("dtype", f"{n!r} has element type {view.dtype_of(n)}, which is unknown "
-                                            f"or not supported by device {entry.name!r}")
+                dtype = view.dtype_of(n)
+                if dtype is None:
+                    return Decline("dtype", untyped_reason(view, n))
+                if dtype not in C_TYPES:
+                    return Decline("dtype", f"{n!r} is {dtype}, which OpenCL C kernels have no type for")
+                if not device_supports(entry, dtype):
+                    extension = "cl_khr_fp16" if dtype == np.float16 else "cl_khr_fp64"
+                    return Decline("device", f"{n!r} is {dtype}, and device {entry.name!r} lacks {extension}")
         try:
             verdict = cls.accepts(node, view, entry)
         except (TypeError, ValueError, KeyError) as exc:
