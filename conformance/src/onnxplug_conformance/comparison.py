@@ -1,15 +1,11 @@
 """Output comparison with the semantics of onnx's backend runner.
 
 Mirrors ``onnx.backend.test.runner.Runner.assert_similar_outputs`` (onnx 1.23): same number of
-outputs, per tensor the same shape, then strings compared exactly and everything else with the same
-dtype and ``np.testing.assert_allclose(actual, expected, rtol, atol)`` (NaN equals NaN); bfloat16 in
-float32 with ``rtol >= 2**-6`` (two bfloat16 ULPs). Where the runner is loose or crashes, this is
-stricter and says why: sequence lengths must match, an empty optional (``None``) must
-meet ``None``, maps must have the same keys, and the message names the output.
-
-The ml_dtypes types onnx uses (bfloat16, float8 variants, float4, int4/uint4, int2/uint2)
-are widened to float32 / int64 before ``assert_allclose``; every value is exactly
-representable there, so the comparison is the same as on the narrow type.
+outputs, per tensor the same shape, strings compared exactly, everything else with the same dtype and
+``np.testing.assert_allclose(actual, expected, rtol, atol)`` (NaN equals NaN; bfloat16 in float32
+with ``rtol >= 2**-6``). Where the runner is loose or crashes this is stricter and says why: sequence
+lengths, empty optionals and map keys must match, and the message names the output. The ml_dtypes
+types onnx uses (bfloat16, float8, float4, int4, int2) are widened exactly to float32 / int64 first.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """The pytest plugin (entry point ``pytest11``): inert unless ``--provider`` is given.
 
-Installed, it only adds its command-line options. Its own test modules (``suite/``) are never
+Installed, it only adds its command-line options; its own test modules (``suite/``) are never
 collected and it defines no fixture until a run asks for a provider::
 
     pytest --pyargs onnxplug_conformance --provider numpy [--provider-option K=V]
            [--conformance-json report.json] [--deviations FILE] [--conformance-layers node,model]
 
-Then :class:`~onnxplug_conformance.run.ConformanceRun` runs the provider's cases with its
-deviations and reports them. The option's registered name is ``--onnxplug-provider``, so no other
-project's ``--provider`` can clash; ``--provider`` is accepted only on a command line that names
-this package (``--pyargs onnxplug_conformance``).
+Then :class:`~onnxplug_conformance.run.ConformanceRun` runs the provider's cases with its deviations
+and reports them. The option's registered name is ``--onnxplug-provider``; ``--provider`` is accepted
+only on a command line that names this package, so no other project's ``--provider`` can clash.
 """
 
 from __future__ import annotations
