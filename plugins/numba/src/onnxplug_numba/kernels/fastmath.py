@@ -15,6 +15,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
+from onnxplug_sdk import mlas
 
 _LOG2E = np.float32(1.44269504088896341)
 _LN2_HI = np.float32(0.693359375)
@@ -55,19 +56,10 @@ def exp32(x):  # type: ignore[no-untyped-def]
     return y if v == v else v
 
 
-def _f32(*values: float) -> tuple[float, ...]:
-    """MLAS's constants as it stores them (float32), held as float64 for the fused steps."""
-    return tuple(float(np.float32(v)) for v in values)
-
-
-# MLAS logistic.cpp and tanh.cpp: odd p and even q in x * x, highest power first
-_LOGISTIC_P = _f32(4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05, 8.51377133304701e-03,
-                   2.48287947061529e-01)
-_LOGISTIC_Q = _f32(6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06, 1.70198817374094e-03,
-                   1.16817656904453e-01, 9.93151921023180e-01)
-_TANH_P = _f32(-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
-               1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
-_TANH_Q = _f32(1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
+# MLAS logistic.cpp and tanh.cpp (the core's onnxplug.mlas): odd p and even q in x * x, highest
+# power first; module-level tuples and floats, so numba compiles them in as constants
+_LOGISTIC_LO, _LOGISTIC_HI, _LOGISTIC_P, _LOGISTIC_Q = mlas.LOGISTIC
+_TANH_LO, _TANH_HI, _TANH_P, _TANH_Q = mlas.TANH
 
 
 @njit(inline="always", cache=True)
@@ -88,7 +80,7 @@ def sigmoid32(x):  # type: ignore[no-untyped-def]
     """The logistic function for float32 as onnxruntime computes it (MLAS): p(v) / q(v) + 1/2 on
     v = x clamped to [-18, 18], floored at 0. (Horner's rule unrolled: a loop over the
     coefficients stops LLVM from vectorising the caller's loop.)"""
-    v = _clamp32(np.float32(x), -18.0, 18.0)
+    v = _clamp32(np.float32(x), _LOGISTIC_LO, _LOGISTIC_HI)
     s = np.float64(v * v)
     c = _LOGISTIC_P
     p = _fma32(_fma32(_fma32(_fma32(np.float32(c[0]), s, c[1]), s, c[2]), s, c[3]), s, c[4])
@@ -101,7 +93,7 @@ def sigmoid32(x):  # type: ignore[no-untyped-def]
 @njit(inline="always", cache=True)
 def tanh32(x):  # type: ignore[no-untyped-def]
     """tanh for float32 as onnxruntime computes it (MLAS): p(v) / q(v) on v = x clamped to [-9, 9]."""
-    v = _clamp32(np.float32(x), -9.0, 9.0)
+    v = _clamp32(np.float32(x), _TANH_LO, _TANH_HI)
     s = np.float64(v * v)
     c = _TANH_P
     p = _fma32(_fma32(_fma32(_fma32(_fma32(_fma32(np.float32(c[0]), s, c[1]), s, c[2]), s, c[3]), s, c[4]), s,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from onnxplug_sdk import Node, resolve_pads
+from onnxplug_sdk import Node, output_size, resolve_pads
 
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.kernels import depthwise as kdepthwise
@@ -151,8 +151,8 @@ def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
                          f"expects {cg * group}")
     sh, sw = strides
     dh, dw = dilations
-    oh = (h + begin[0] + end[0] - ((kh - 1) * dh + 1)) // sh + 1
-    ow = (wd + begin[1] + end[1] - ((kw - 1) * dw + 1)) // sw + 1
+    oh = output_size(h, kh, sh, dh, begin[0], end[0])
+    ow = output_size(wd, kw, sw, dw, begin[1], end[1])
     if oh <= 0 or ow <= 0:
         raise ValueError(f"Conv: the window {tuple(w_shape[2:])} is larger than the padded input "
                          f"{tuple(x_shape[2:])}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import GraphView, KernelContext, Node, conv_transpose_pads
 
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
@@ -127,24 +127,11 @@ class ConvTranspose(NumbaKernel):
         rank = x.ndim - 2
         strides = [int(s) for s in (self.attr("strides") or [1] * rank)]
         dilations = [int(d) for d in (self.attr("dilations") or [1] * rank)]
-        out_pad = [int(p) for p in (self.attr("output_padding") or [0] * rank)]
         kernel = list(w.shape[2:])
         group = int(self.attr("group", 1))
-        auto_pad = decode(self.attr("auto_pad", "NOTSET"))
-        pads = self.attr("pads")
-        out_shape = self.attr("output_shape")
-        in_sp = list(x.shape[2:])
-        full = [strides[i] * (in_sp[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 for i in range(rank)]
-        if out_shape is not None or (pads is None and auto_pad in ("SAME_UPPER", "SAME_LOWER")):
-            # the spec's equations: output_shape (default in * stride) decides the padding
-            size = [int(v) for v in out_shape][-rank:] if out_shape is not None else \
-                [in_sp[i] * strides[i] for i in range(rank)]
-            total = [full[i] - size[i] for i in range(rank)]
-            begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
-        else:
-            p = [int(v) for v in pads] if pads else [0] * (2 * rank)
-            begin = p[:rank]
-            size = [full[i] - p[i] - p[rank + i] for i in range(rank)]
+        begin, _, size = conv_transpose_pads(x.shape[2:], kernel, strides, dilations, self.attr("output_padding"),
+                                             self.attr("auto_pad", "NOTSET"), self.attr("pads"),
+                                             self.attr("output_shape"))
         if one_d:
             x, w = x[:, :, None, :], w[:, :, None, :]
             strides, dilations, begin, size = [1, *strides], [1, *dilations], [0, *begin], [1, *size]

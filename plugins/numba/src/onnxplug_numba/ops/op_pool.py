@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node, pool_output_shape, resolve_pads
+from onnxplug_sdk import GraphView, Node, window_geometry
 
 from onnxplug_numba.kernels import pool as kpool
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
@@ -36,16 +36,11 @@ class _Pool(NumbaKernel):
         return all_present_same(view, node, FLOAT_TYPES)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
-        kernel = [int(k) for k in self.attr("kernel_shape")]
+        g = window_geometry(x.shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),
+                            self.attr("auto_pad", "NOTSET"), self.attr("pads"), bool(self.attr("ceil_mode", 0)))
+        kernel, strides, dilations, begin, end = g.kernel, g.strides, g.dilations, g.begin, g.end
         rank = len(kernel)
-        strides = [int(s) for s in (self.attr("strides") or [1] * rank)]
-        dilations = [int(d) for d in (self.attr("dilations") or [1] * rank)]
-        auto_pad = decode(self.attr("auto_pad", "NOTSET"))
-        pads = self.attr("pads")
-        begin, end = resolve_pads(auto_pad, list(x.shape[2:]), kernel, strides, dilations,
-                                  [int(p) for p in pads] if pads else None)
-        out = pool_output_shape(x.shape, kernel, auto_pad, strides, dilations,
-                                [int(p) for p in pads] if pads else None, int(self.attr("ceil_mode", 0)))
+        out = (*x.shape[:2], *g.out)
         n, c = x.shape[:2]
         if rank == 1:
             kernel, strides, dilations = [1, *kernel], [1, *strides], [1, *dilations]
