@@ -33,7 +33,7 @@ def machine_description() -> str:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
-    from onnxplug.providers.numpy.threaded_blas import is_threaded_blas_file, threaded_blas
+    from onnxplug.providers.numpy.runtime.threaded_blas import is_threaded_blas_file, threaded_blas
 
     threaded = threaded_blas()
     own = [i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"

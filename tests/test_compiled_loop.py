@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 import onnxplug as ort
 from onnxplug import errors
-from onnxplug.providers.numpy.ops.op_loop import Loop
+from onnxplug.providers.numpy.ops.ai_onnx.op_loop import Loop
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 X = np.array([1.0, -2.0, 0.5], np.float32)

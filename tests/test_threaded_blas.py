@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy import blas, placement
-from onnxplug.providers.numpy.threaded_blas import threaded_blas, unavailable_reason
+from onnxplug.providers.numpy.runtime import blas, placement
+from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas, unavailable_reason
 
 pytestmark = pytest.mark.skipif(threaded_blas() is None, reason=f"threaded BLAS: {unavailable_reason()}")
 
@@ -224,7 +224,7 @@ def test_workers_stop_spinning_about_a_millisecond_after_a_product():
     time of every thread but the main one in the half second after a product, in clock ticks."""
     code = """
         import os, time, numpy as np
-        from onnxplug.providers.numpy import blas
+        from onnxplug.providers.numpy.runtime import blas
         def ticks():
             total = 0
             for tid in os.listdir("/proc/self/task"):
@@ -247,8 +247,8 @@ def test_workers_stop_spinning_about_a_millisecond_after_a_product():
 def test_turned_off_by_environment_variable_products_stay_right():
     code = """
         import numpy as np
-        from onnxplug.providers.numpy import blas
-        from onnxplug.providers.numpy.threaded_blas import threaded_blas, unavailable_reason
+        from onnxplug.providers.numpy.runtime import blas
+        from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas, unavailable_reason
         blas.PRODUCT_THREADS.configure(2)
         a = np.arange(256 * 300, dtype=np.float32).reshape(256, 300) / 1e4
         b = np.ones((300, 200), np.float32)
@@ -291,7 +291,7 @@ def test_the_caller_is_never_pinned_also_after_the_thread_count_shrinks():
     code = """
         import os, threading
         import numpy as np
-        from onnxplug.providers.numpy import blas
+        from onnxplug.providers.numpy.runtime import blas
         everywhere = os.sched_getaffinity(0)
         for threads in (3, 2):
             blas.PRODUCT_THREADS.configure(threads)

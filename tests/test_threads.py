@@ -10,8 +10,8 @@ import pytest
 import threadpoolctl
 
 import onnxplug as ort
-from onnxplug.providers.numpy import blas
-from onnxplug.providers.numpy.threaded_blas import is_threaded_blas_file, threaded_blas
+from onnxplug.providers.numpy.runtime import blas
+from onnxplug.providers.numpy.runtime.threaded_blas import is_threaded_blas_file, threaded_blas
 
 
 def _numpy_blas_threads() -> set[int]:

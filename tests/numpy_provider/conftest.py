@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy.ops._scratch import ThreadScratch
+from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import onnxplug as ort
-from onnxplug.providers.numpy.blas import ALIGNMENT, aligned, aligned_empty
-from onnxplug.providers.numpy.ops.op_gru import GRU
-from onnxplug.providers.numpy.ops.op_lstm import LSTM
+from onnxplug.providers.numpy.runtime.blas import ALIGNMENT, aligned, aligned_empty
+from onnxplug.providers.numpy.ops.ai_onnx.op_gru import GRU
+from onnxplug.providers.numpy.ops.ai_onnx.op_lstm import LSTM
 from onnxplug.testing import model_suite
 
 

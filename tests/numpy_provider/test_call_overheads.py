@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from onnxplug.providers.numpy.ops._strided import strided_view
-from onnxplug.providers.numpy.ops.op_fused_activation import apply_activation
+from onnxplug.providers.numpy.kernels.conv.strided import strided_view
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_activation import apply_activation
 
 
 def test_strided_view_matches_as_strided_on_a_contiguous_base():
@@ -168,7 +168,7 @@ def test_max_and_min_reductions_give_arrays_of_the_input_dtype(monkeypatch, op_t
 
 
 def test_max_reduction_of_an_empty_set_and_noop_with_empty_axes_keep_their_meaning():
-    from onnxplug.providers.numpy.ops.op_reduce_max import ReduceMax
+    from onnxplug.providers.numpy.ops.ai_onnx.op_reduce_max import ReduceMax
 
     empty = np.zeros((2, 0), np.float32)
     kernel = _kernel(ReduceMax, "ReduceMax", {"x": empty}, opset=17, axes=[1], keepdims=0)

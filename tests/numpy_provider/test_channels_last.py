@@ -1,5 +1,5 @@
 """The numpy provider's channels-last region: depthwise convolutions and the 1x1 convolutions and
-pools around them run as com.onnxplug.nhwc ops (ops/_channels_last.py, layout.py). Every value is
+pools around them run as com.onnxplug.nhwc ops (ops/channels_last.py, layout.py). Every value is
 checked against onnxruntime on the original NCHW model."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug as ort
 from onnxplug.providers.numpy.passes import InvertedBottleneckFusion
-from onnxplug.providers.numpy.ops import _channels_last
+from onnxplug.providers.numpy.kernels.conv import channels_last
 from onnxplug.testing.model_suite import build, sample_inputs
 from tests.numpy_provider.test_depthwise_conv import CASES
 
@@ -128,8 +128,8 @@ def test_separable_block_runs_channels_last_and_matches(tmp_path, monkeypatch, s
     convolutions as separate kernels: test_inverted_bottleneck.py covers them fused.)"""
     monkeypatch.setattr(InvertedBottleneckFusion, "rewrite", lambda self, index, context: {})
     fast_calls = []
-    real = _channels_last.conv_1x1_nhwc
-    monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
+    real = channels_last.conv_1x1_nhwc
+    monkeypatch.setattr("onnxplug.providers.numpy.ops.com_onnxplug.op_nhwc_conv.conv_1x1_nhwc",
                         lambda *a: fast_calls.append(a[5] is not None) or real(*a))
     proto = _separable((2, 8, 13, 11), 3, stride, pointwise_attrs, pool)
     ours, expected, counts = _run_both(proto, {"x": f32(2, 8, 13, 11)}, tmp_path)
@@ -148,8 +148,8 @@ def test_pointwise_bias_in_the_product_matches(tmp_path, monkeypatch, poisoned_s
     product (a column of ones in scratch, here poisoned with NaN before every use); others add it
     after. Values match onnxruntime either way, with strides too."""
     folded = []
-    real = _channels_last.conv_1x1_nhwc
-    monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
+    real = channels_last.conv_1x1_nhwc
+    monkeypatch.setattr("onnxplug.providers.numpy.ops.com_onnxplug.op_nhwc_conv.conv_1x1_nhwc",
                         lambda *a: folded.append(a[5] is not None) or real(*a))
     inits = {"wd": f32(cin, 1, 3, 3), "wp": f32(cout, cin, 1, 1), "bp": f32(cout)}
     nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4),
@@ -166,7 +166,7 @@ def test_large_layers_split_over_the_product_threads(tmp_path, monkeypatch, para
     """Large enough work (here: a wide layer, batch 3) runs images or row blocks on both product
     threads; values still match. (Separate kernels, not the fused block.)"""
     monkeypatch.setattr(InvertedBottleneckFusion, "rewrite", lambda self, index, context: {})
-    splits = parallel_for_calls(_channels_last)
+    splits = parallel_for_calls(channels_last)
     proto = _separable((images, 32, 56, 56), 6, 1, {}, False)
     ours, expected, counts = _run_both(proto, {"x": f32(images, 32, 56, 56)}, tmp_path)
     _assert_close(ours, expected)
@@ -181,16 +181,16 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
     with its own copy, bias (in the product or added) and epilogue, here a residual then Relu:
     bands of an image's rows (9 x 7 images at stride 1) or runs of images (5 x 4 at stride 2),
     with scratch poisoned with NaN. Values match onnxruntime."""
-    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.runtime import blas
 
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(_channels_last, "UNIT_PIXELS", 16)
+    monkeypatch.setattr(channels_last, "UNIT_PIXELS", 16)
     calls = []
-    real_conv = _channels_last.conv_1x1_nhwc
-    monkeypatch.setattr("onnxplug.providers.numpy.ops.op_nhwc_conv.conv_1x1_nhwc",
+    real_conv = channels_last.conv_1x1_nhwc
+    monkeypatch.setattr("onnxplug.providers.numpy.ops.com_onnxplug.op_nhwc_conv.conv_1x1_nhwc",
                         lambda *a: calls.append(a[4] is not None and a[4].z is not None) or real_conv(*a))
-    shared = parallel_for_calls(_channels_last)
+    shared = parallel_for_calls(channels_last)
     inits = {"wd": f32(cin, 1, 3, 3), "wp": f32(cout, cin, 1, 1), "bp": f32(cout), "wr": f32(cout, cout, 1, 1),
              "br": f32(cout)}
     nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4),
@@ -265,8 +265,8 @@ def test_layout_answers_follow_the_graph_they_are_asked_about():
 def test_mid_size_pointwise_products_take_the_threaded_blas(monkeypatch):
     """A 1x1 layer's single product goes to the threaded BLAS from POINTWISE_THREADED_MACS on,
     below blas.THREADED_PRODUCT_MACS, and gives numpy's result."""
-    from onnxplug.providers.numpy import blas
-    from onnxplug.providers.numpy.threaded_blas import threaded_blas
+    from onnxplug.providers.numpy.runtime import blas
+    from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas
 
     threaded = threaded_blas()
     if threaded is None:
@@ -278,8 +278,8 @@ def test_mid_size_pointwise_products_take_the_threaded_blas(monkeypatch):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((1, 28, 28, 32)).astype(np.float32)  # 784 x 32 @ 32 x 192: 4.8M
     wt = rng.standard_normal((32, 192)).astype(np.float32)
-    assert _channels_last.POINTWISE_THREADED_MACS <= 784 * 32 * 192 < blas.THREADED_PRODUCT_MACS
-    got = _channels_last.conv_1x1_nhwc(x, wt, None, (1, 1), None)
+    assert channels_last.POINTWISE_THREADED_MACS <= 784 * 32 * 192 < blas.THREADED_PRODUCT_MACS
+    got = channels_last.conv_1x1_nhwc(x, wt, None, (1, 1), None)
     np.testing.assert_allclose(got, x @ wt, rtol=1e-4, atol=1e-4)
     assert calls == [(784, 32)]
 
@@ -329,13 +329,13 @@ def test_few_channel_stem_runs_channels_last_and_matches(tmp_path, poisoned_scra
 def test_stem_bands_and_units_match(tmp_path, monkeypatch, poisoned_scratch, parallel_for_calls, split):
     """Columns larger than DENSE_UNIT_BYTES go in bands of output rows, and with enough work the
     (image, band) units go to both product threads; each unit's bias and Relu6 stay right."""
-    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.runtime import blas
 
-    monkeypatch.setattr(_channels_last, "DENSE_UNIT_BYTES", 2100)  # 28 x 9 values a row: 2 rows a band
+    monkeypatch.setattr(channels_last, "DENSE_UNIT_BYTES", 2100)  # 28 x 9 values a row: 2 rows a band
     if split:
         monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
         monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    shared = parallel_for_calls(_channels_last)
+    shared = parallel_for_calls(channels_last)
     proto = _stem((3, 3, 17, 18), 8, (3, 3), dict(strides=[2, 2], pads=[1] * 4), True, True)
     ours, expected, _ = _run_both(proto, {"x": f32(3, 3, 17, 18)}, tmp_path)
     _assert_close(ours, expected)
@@ -345,7 +345,7 @@ def test_stem_bands_and_units_match(tmp_path, monkeypatch, poisoned_scratch, par
 def test_dense_convolutions_on_more_channels_stay_nchw(tmp_path):
     """Above DENSE_MAX_CHANNELS input channels a dense convolution keeps the NCHW kernel (Winograd,
     im2col over channels): the region starts after it, with its Transpose."""
-    cin = _channels_last.DENSE_MAX_CHANNELS + 1
+    cin = channels_last.DENSE_MAX_CHANNELS + 1
     proto = _stem((1, cin, 12, 12), 6, (3, 3), dict(pads=[1] * 4), True, False)
     ours, expected, counts = _run_both(proto, {"x": f32(1, cin, 12, 12)}, tmp_path)
     _assert_close(ours, expected)

@@ -1,4 +1,4 @@
-"""Depthwise Conv of the numpy provider (ops/_depthwise.py) against onnxruntime: its three
+"""Depthwise Conv of the numpy provider (ops/depthwise.py) against onnxruntime: its three
 formulations (shifted rows and columns, each with one matmul; channels-last), the columns' scratch
 layouts (output-width phase rows with wrapped reads, whole phase rows), many-unit splits and the
 product threads. Expected values come from onnxruntime only."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy.blas import PRODUCT_THREADS
-from onnxplug.providers.numpy.ops import _depthwise
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS
+from onnxplug.providers.numpy.kernels.conv import depthwise
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle
 
 RNG = np.random.default_rng(2024)
@@ -52,10 +52,10 @@ def test_depthwise_conv_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, bi
     columns forced for every shape, and in units of a channel or two (with a unit's last block
     shorter)."""
     if formulation == "columns only":
-        monkeypatch.setattr(_depthwise, "CHANNELS_LAST_MAX_OUT", 0)
-        monkeypatch.setattr(_depthwise, "SHIFTED_ROWS", False)
+        monkeypatch.setattr(depthwise, "CHANNELS_LAST_MAX_OUT", 0)
+        monkeypatch.setattr(depthwise, "SHIFTED_ROWS", False)
     if formulation == "small units":
-        monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 6 << 10)
+        monkeypatch.setattr(depthwise, "BLOCK_BYTES", 6 << 10)
     feeds = {"x": f32(*xs), "w": f32(*ws)}
     if bias:
         feeds["b"] = f32(ws[0])
@@ -66,8 +66,8 @@ def test_depthwise_conv_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, bi
 def test_small_outputs_use_channels_last_and_match(monkeypatch, size, stride):
     """Outputs of at most CHANNELS_LAST_MAX_OUT positions go channels-last (spied on), many channels."""
     calls = []
-    real = _depthwise._channels_last
-    monkeypatch.setattr(_depthwise, "_channels_last", lambda *a: calls.append(1) or real(*a))
+    real = depthwise._channels_last
+    monkeypatch.setattr(depthwise, "_channels_last", lambda *a: calls.append(1) or real(*a))
     feeds = {"x": f32(2, 96, size, size), "w": f32(96, 1, 3, 3), "b": f32(96)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=96, strides=[stride, stride],
                           pads=[1, 1, 1, 1])
@@ -79,8 +79,8 @@ def test_small_outputs_use_channels_last_and_match(monkeypatch, size, stride):
 def test_stride_one_uses_shifted_rows(monkeypatch, pads, stride, used):
     """Stride-1 2-D convolutions go to the shifted-rows formulation (spied on), others do not."""
     calls = []
-    real = _depthwise._shifted_rows
-    monkeypatch.setattr(_depthwise, "_shifted_rows", lambda *a: calls.append(1) or real(*a))
+    real = depthwise._shifted_rows
+    monkeypatch.setattr(depthwise, "_shifted_rows", lambda *a: calls.append(1) or real(*a))
     feeds = {"x": f32(2, 16, 24, 20), "w": f32(32, 1, 3, 3), "b": f32(32)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=16, strides=[stride, stride],
                           pads=pads)
@@ -93,9 +93,9 @@ def test_large_depthwise_runs_units_on_both_threads(monkeypatch, parallel_for_ca
     """Work large enough to split (here: made so by weighting depthwise work up) goes in units for
     both threads at batch 1, and in a batch not divisible by the thread count; every unit's
     channels are checked against onnxruntime."""
-    ran = parallel_for_calls(_depthwise)
-    monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 512 << 10)
-    monkeypatch.setattr(_depthwise, "DEPTHWISE_MAC_COST", 64)
+    ran = parallel_for_calls(depthwise)
+    monkeypatch.setattr(depthwise, "BLOCK_BYTES", 512 << 10)
+    monkeypatch.setattr(depthwise, "DEPTHWISE_MAC_COST", 64)
     size = 64 * stride  # 40 x 64 x 64 outputs per image
     feeds = {"x": f32(images, 40, size, size), "w": f32(40, 1, 3, 3), "b": f32(40)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=40, strides=[stride, stride],
@@ -118,6 +118,6 @@ def test_non_finite_inputs_stay_in_their_own_outputs():
 def test_reused_workspace_contents_never_reach_outputs(monkeypatch, poisoned_scratch, name, xs, ws, attrs):
     """Units take their scratch from a buffer reused across units and calls, zeroing only the
     padding they read: with the buffer filled with NaN before every unit, outputs still match."""
-    monkeypatch.setattr(_depthwise, "CHANNELS_LAST_MAX_OUT", 16)
+    monkeypatch.setattr(depthwise, "CHANNELS_LAST_MAX_OUT", 16)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=xs[1], **attrs)

@@ -1,4 +1,4 @@
-"""The depthwise columns formulation builds a geometry's plan once and reuses it (ops/_depthwise_plan.py):
+"""The depthwise columns formulation builds a geometry's plan once and reuses it (ops/depthwise_plan.py):
 repeated calls and interleaved geometries give onnxruntime's results, a geometry that differs only in
 channels or values shares the plan, and the cache stays bounded."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnxplug.providers.numpy.ops import _depthwise, _depthwise_plan
-from onnxplug.providers.numpy.ops._depthwise import depthwise_conv
+from onnxplug.providers.numpy.kernels.conv import depthwise, depthwise_plan
+from onnxplug.providers.numpy.kernels.conv.depthwise import depthwise_conv
 
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle
 
@@ -21,16 +21,16 @@ def f32(*shape: int) -> np.ndarray:
 @pytest.fixture
 def counted(monkeypatch):
     """Empty plan cache; counts the plans built."""
-    monkeypatch.setattr(_depthwise_plan, "_PLANS", {})
+    monkeypatch.setattr(depthwise_plan, "_PLANS", {})
     built = []
-    real = _depthwise_plan._Plan
+    real = depthwise_plan._Plan
 
     class Counting(real):
         def __init__(self, sh):
             built.append(sh.kernel)
             super().__init__(sh)
 
-    monkeypatch.setattr(_depthwise_plan, "_Plan", Counting)
+    monkeypatch.setattr(depthwise_plan, "_Plan", Counting)
     return built
 
 
@@ -57,8 +57,8 @@ def test_channels_and_values_share_a_geometry_pads_do_not(counted):
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
 def test_interleaved_geometries_match_onnxruntime(monkeypatch, counted, bias):
     """Two geometries alternating on the cached plans, columns formulation forced, against onnxruntime."""
-    monkeypatch.setattr(_depthwise, "CHANNELS_LAST_MAX_OUT", 0)
-    monkeypatch.setattr(_depthwise, "SHIFTED_ROWS", False)
+    monkeypatch.setattr(depthwise, "CHANNELS_LAST_MAX_OUT", 0)
+    monkeypatch.setattr(depthwise, "SHIFTED_ROWS", False)
     cases = [((1, 4, 96), (4, 1, 16), dict(strides=[8], pads=[4, 4])),
              ((2, 3, 13, 11), (3, 1, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]))]
     for _ in range(2):
@@ -71,8 +71,8 @@ def test_interleaved_geometries_match_onnxruntime(monkeypatch, counted, bias):
 
 
 def test_cache_is_bounded(monkeypatch, counted):
-    monkeypatch.setattr(_depthwise_plan, "_MAX_PLANS", 3)
+    monkeypatch.setattr(depthwise_plan, "_MAX_PLANS", 3)
     for n in range(20, 30):
         depthwise_conv(f32(1, 2, n), f32(2, 1, 3), None, [1], [1], [0], [0])
-    assert len(_depthwise_plan._PLANS) <= 3
+    assert len(depthwise_plan._PLANS) <= 3
     assert len(counted) == 10

@@ -114,8 +114,8 @@ def test_large_batches_go_image_by_image_over_the_product_threads(monkeypatch, p
     """Products worth splitting send each batch image to the product threads with its own softmax
     shift (here one image needs the per-row path, one has every key masked): outputs match
     onnxruntime and the one-pass path taken with a single thread."""
-    from onnxplug.providers.numpy import blas
-    from onnxplug.providers.numpy.ops import op_fused_attention
+    from onnxplug.providers.numpy.runtime import blas
+    from onnxplug.providers.numpy.ops.com_onnxplug import op_fused_attention
 
     shared = parallel_for_calls(op_fused_attention)
     feeds = _feeds(6, 128, 128, width=256)

@@ -61,8 +61,8 @@ def test_large_skip_layer_norm_goes_to_the_product_threads_in_one_block_each(mon
                                                                              shape, with_sum):
     """Row blocks on both threads (SHARE_ROWS) give the bits the calling thread alone gives, and
     onnxruntime's values; a small one stays on the calling thread."""
-    from onnxplug.providers.numpy import blas
-    from onnxplug.providers.numpy.ops import op_fused_layer_norm
+    from onnxplug.providers.numpy.runtime import blas
+    from onnxplug.providers.numpy.ops.com_onnxplug import op_fused_layer_norm
 
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1_000_000)

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxplug.providers.numpy.ops._special_math import gelu
-from onnxplug.providers.numpy.ops.op_fused_gelu import gelu_in_blocks
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_gelu import gelu_in_blocks
 import onnxplug
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, kernels_only
 from tests.oracle import ort_outputs
@@ -151,8 +151,8 @@ def test_large_tensors_share_their_blocks_over_the_product_threads(monkeypatch, 
     """A tensor worth splitting (about 32M multiply-adds' worth of work) goes block by block to both
     product threads, each with its own (here NaN-poisoned) scratch: values equal the whole-tensor
     GELU's bit for bit."""
-    from onnxplug.providers.numpy import blas
-    from onnxplug.providers.numpy.ops import op_fused_gelu
+    from onnxplug.providers.numpy.runtime import blas
+    from onnxplug.providers.numpy.ops.com_onnxplug import op_fused_gelu
 
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(op_fused_gelu)

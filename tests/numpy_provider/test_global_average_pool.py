@@ -44,7 +44,7 @@ def test_non_finite_values_stay_in_their_own_channel():
 def test_strided_input_is_read_as_its_values():
     base = RNG.standard_normal((2, 8, 10, 12)).astype(np.float32)
     x = base[:, ::2, 1:9, ::3]  # what another kernel may hand over
-    from onnxplug.providers.numpy.ops.op_global_average_pool import GlobalAveragePool
+    from onnxplug.providers.numpy.ops.ai_onnx.op_global_average_pool import GlobalAveragePool
     got = GlobalAveragePool.compute(None, x)
     np.testing.assert_allclose(got, x.astype(np.float64).mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
     assert got.dtype == np.float32 and got.shape == (2, 4, 1, 1)

@@ -1,5 +1,5 @@
 """MobileNetV2's inverted residual block fused into com.onnxplug.nhwc InvertedBottleneck
-(providers/numpy/passes/inverted_bottleneck_fusion.py, ops/_bottleneck.py): which chains fuse, and the
+(providers/numpy/passes/inverted_bottleneck_fusion.py, ops/bottleneck.py): which chains fuse, and the
 fused kernel (in bands of output rows, or as its three kernels on small outputs) against
 onnxruntime on the original NCHW model, including the saved optimized model's function body."""
 
@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug as ort
-from onnxplug.providers.numpy.ops import _bottleneck
+from onnxplug.providers.numpy.kernels.conv import bottleneck
 
 RNG = np.random.default_rng(21)
 F = TensorProto.FLOAT
@@ -139,14 +139,14 @@ def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_ca
     image), of a whole image (enough images for both threads) or of several whole images (small
     ones, IMAGES_PER_UNIT), shared over two product threads once the work is large; a single image
     in one band per thread (BAND_PER_THREAD): every output row matches onnxruntime."""
-    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.runtime import blas
 
-    monkeypatch.setattr(_bottleneck, "BAND_BYTES", band_bytes)
-    monkeypatch.setattr(_bottleneck, "BAND_PER_THREAD", band_per_thread)
-    monkeypatch.setattr(_bottleneck, "IMAGES_PER_UNIT", images_per_unit)
+    monkeypatch.setattr(bottleneck, "BAND_BYTES", band_bytes)
+    monkeypatch.setattr(bottleneck, "BAND_PER_THREAD", band_per_thread)
+    monkeypatch.setattr(bottleneck, "IMAGES_PER_UNIT", images_per_unit)
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 100_000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    shared = parallel_for_calls(_bottleneck)
+    shared = parallel_for_calls(bottleneck)
     x_shape = (images, 6, 30, 28)
     proto = _block(x_shape, 4, 6, stride, residual=stride == 1)
     _run(proto, f32(*x_shape), tmp_path)
@@ -157,7 +157,7 @@ def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_ca
     bands = -(-out_rows // rows)
     units = images if images >= 4 else images * bands
     if images >= 4 and bands == 1:
-        units = -(-images // _bottleneck._images_per_unit(images, 2, band_bytes // (out_rows * stride * 28 * 24 * 4)))
+        units = -(-images // bottleneck._images_per_unit(images, 2, band_bytes // (out_rows * stride * 28 * 24 * 4)))
     assert shared == [(units, units > 1)], shared
 
 
@@ -208,5 +208,5 @@ def test_concurrent_runs_of_one_session_equal_serial_ones():
     (8, 2, 3, 2), (8, 2, 4, 4), (8, 2, 100, 4), (8, 2, 1, 1), (8, 2, 0, 1), (5, 2, 100, 1), (7, 2, 2, 1),
     (9, 2, 100, 1), (6, 3, 100, 2), (2, 2, 100, 1), (12, 2, 100, 3), (16, 2, 100, 4)])
 def test_images_per_unit_leave_every_thread_as_many_units(n, threads, fit, expected):
-    assert _bottleneck._images_per_unit(n, threads, fit) == expected
+    assert bottleneck._images_per_unit(n, threads, fit) == expected
 

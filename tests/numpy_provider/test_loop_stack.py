@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy.ops.op_loop import _stack
+from onnxplug.providers.numpy.ops.ai_onnx.op_loop import _stack
 
 
 @pytest.mark.parametrize("shape,count", [((1, 64), 16), ((3,), 1), ((2, 0, 4), 3), ((), 5), ((5, 2), 2)])

@@ -38,7 +38,7 @@ def test_op_has_own_numpy_kernel(op_type):
 
     kernel = REGISTRY.resolve("", op_type, 23)
     assert kernel is not None
-    assert kernel.__module__.startswith("onnxplug.providers.numpy.ops.op_"), kernel.__module__
+    assert kernel.__module__.startswith("onnxplug.providers.numpy.ops.ai_onnx.op_"), kernel.__module__
 
 
 # --- convolutions -----------------------------------------------------------------------------
@@ -69,9 +69,9 @@ def test_depthwise_conv_in_many_blocks_on_threads(monkeypatch, stride, images, s
     """Large enough for the product threads, with blocks of a few channels: every block boundary
     and every image is checked against onnxruntime, for both formulations (more in
     test_depthwise_conv.py)."""
-    from onnxplug.providers.numpy.ops import _depthwise
+    from onnxplug.providers.numpy.kernels.conv import depthwise
 
-    monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 64 << 10)
+    monkeypatch.setattr(depthwise, "BLOCK_BYTES", 64 << 10)
     feeds = {"x": f32(images, 48, size, size), "w": f32(48, 1, 3, 3), "b": f32(48)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=48, strides=[stride, stride],
                           pads=[1, 1, 1, 1])
@@ -315,7 +315,7 @@ def test_average_pool(name, shape, attrs, include_pad):
 def test_pools_split_over_the_product_threads_match(monkeypatch, parallel_for_calls, name, shape, attrs):
     """Pools worth splitting (here: made so) reduce blocks of (image, channel) planes on both product
     threads: the same values as onnxruntime's, for max (exactly) and average pools."""
-    from onnxplug.providers.numpy import blas
+    from onnxplug.providers.numpy.runtime import blas
     from onnxplug.providers.numpy.ops import _pool_util
 
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)

@@ -16,7 +16,7 @@ import itertools
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy.ops import op_gru, op_lstm
+from onnxplug.providers.numpy.ops.ai_onnx import op_gru, op_lstm
 from onnxplug.providers.numpy.ops._rnn_util import blocked_steps
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, node_model, run_ours
 

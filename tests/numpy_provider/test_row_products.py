@@ -1,7 +1,7 @@
 """Small stride-1 2-D convolutions with enough channels as one accumulating product per kernel row
-(``_row_products``), against onnxruntime.
+(``row_products``), against onnxruntime.
 
-A spy on ``_padded_rows.conv_padded_rows`` records which scratch each call got, so every case also
+A spy on ``padded_rows.conv_padded_rows`` records which scratch each call got, so every case also
 checks that the row products ran (or, for the fallbacks, that the padded-rows im2col did), and a
 spy on the threaded BLAS checks that kernel rows after the first accumulate."""
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy import blas
-from onnxplug.providers.numpy.ops import _conv_util, _padded_rows, _row_products
-from onnxplug.providers.numpy.ops._row_products import RowProductsScratch, row_products_weights
-from onnxplug.providers.numpy.threaded_blas import threaded_blas
+from onnxplug.providers.numpy.runtime import blas
+from onnxplug.providers.numpy.kernels.conv import dispatch, padded_rows, row_products
+from onnxplug.providers.numpy.kernels.conv.row_products import RowProductsScratch, row_products_weights
+from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same
 
 pytestmark = pytest.mark.skipif(threaded_blas() is None, reason="no threaded BLAS: the row products need it")
@@ -28,7 +28,7 @@ def f32(*shape: int) -> np.ndarray:
 @pytest.fixture
 def scratch_kinds(calls_of) -> list[str]:
     """The kind of scratch ("row products" or "im2col") of every padded-rows call."""
-    return calls_of(_padded_rows, "conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights:
+    return calls_of(padded_rows, "conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights:
                     "row products" if isinstance(scratch, RowProductsScratch) else "im2col")
 
 
@@ -101,7 +101,7 @@ def test_products_fall_back_to_numpy_when_the_blas_refuses(monkeypatch, scratch_
 def test_poisoned_scratch_never_reaches_outputs(monkeypatch, scratch_kinds):
     """Everything a call writes (interior, column shifts but the ones row, product) is NaN before
     each call: outputs still match, so only the zero borders and the ones row are relied on."""
-    real = _padded_rows.padded_rows_scratch
+    real = padded_rows.padded_rows_scratch
 
     def poisoned(*args):
         scratch = real(*args)
@@ -111,7 +111,7 @@ def test_poisoned_scratch_never_reaches_outputs(monkeypatch, scratch_kinds):
         scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_padded_rows, "padded_rows_scratch", poisoned)
+    monkeypatch.setattr(padded_rows, "padded_rows_scratch", poisoned)
     for bias in (False, True):
         for _ in range(2):
             feeds = {"x": f32(3, 16, 10, 13), "w": f32(4, 16, 3, 3)}
@@ -139,9 +139,9 @@ def test_non_finite_values_at_image_edges_stay_in_their_own_outputs(scratch_kind
     ("15 channels", (2, 15, 12, 12), (8, 15, 3, 3), dict(pads=[1, 1, 1, 1]), None),
     ("groups 2", (2, 32, 12, 12), (8, 16, 3, 3), dict(group=2, pads=[1, 1, 1, 1]), None),
     ("switched off", (2, 16, 12, 12), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(_row_products, "ROW_PRODUCTS", False)),
+     lambda mp: mp.setattr(row_products, "ROW_PRODUCTS", False)),
     ("no threaded BLAS", (2, 16, 12, 12), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(_row_products, "threaded_blas", lambda: None)),
+     lambda mp: mp.setattr(row_products, "threaded_blas", lambda: None)),
 ])
 def test_others_keep_the_padded_rows_im2col(monkeypatch, scratch_kinds, case, xs, ws, attrs, setup):
     if setup is not None:
@@ -165,12 +165,12 @@ def test_row_weights_hold_the_kernel_rows_and_the_bias_in_row_zero():
 def test_constant_kernel_keeps_its_row_weights():
     """A constant kernel builds its row weights once; new arrays (a feed) get new ones."""
     w, b = f32(6, 16, 3, 3), f32(6)
-    kept = _conv_util.BiasedWeights(True)
+    kept = dispatch.BiasedWeights(True)
     first = kept.row_products(w, b)
     assert kept.row_products(w, b) is first
     other = kept.row_products(w.copy(), b)
     assert other is not first and np.array_equal(other, first)
-    fresh = _conv_util.BiasedWeights(False)
+    fresh = dispatch.BiasedWeights(False)
     assert fresh.row_products(w, b) is not fresh.row_products(w, b)
 
 
@@ -178,8 +178,8 @@ def test_fused_relu_and_residual_on_row_products(scratch_kinds):
     """FusedConv's epilogue (residual, then Relu) runs in the copy out of the product."""
     x, w, b, z = f32(2, 16, 10, 12), f32(8, 16, 3, 3), f32(8), f32(2, 8, 10, 12)
     expected = np.maximum(_direct_conv(x, w, b) + z, 0).astype(np.float32)
-    from onnxplug.providers.numpy.ops.op_fused_conv import ResidualActivation
-    got = _conv_util.conv_nd(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1, ResidualActivation(z, "Relu", []))
+    from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_conv import ResidualActivation
+    got = dispatch.conv_nd(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1, ResidualActivation(z, "Relu", []))
     assert_same(got, expected, 1e-4, 1e-4)
     assert scratch_kinds == ["row products"]
 

@@ -28,8 +28,8 @@ def i64(*values):
 @pytest.mark.parametrize("perm", [[0, 2, 3, 1], [0, 3, 1, 2], [0, 1, 3, 2]])
 def test_large_transposes_keeping_the_first_axis_copy_it_on_the_product_threads(monkeypatch, parallel_for_calls, perm):
     """Large enough (here: made so), they copy one first-axis index per unit on both threads."""
-    from onnxplug.providers.numpy import blas
-    from onnxplug.providers.numpy.ops import op_transpose
+    from onnxplug.providers.numpy.runtime import blas
+    from onnxplug.providers.numpy.ops.ai_onnx import op_transpose
 
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
@@ -45,8 +45,8 @@ def test_large_transposes_keeping_the_first_axis_copy_it_on_the_product_threads(
 def test_transposes_to_a_short_last_axis(monkeypatch, shape, perm, split):
     """Outputs whose last axis has 2-4 values (an image going channels-last) are copied one index
     of that axis at a time, whole or per first-axis index on the product threads; values exact."""
-    from onnxplug.providers.numpy import blas
-    from onnxplug.providers.numpy.ops import op_transpose
+    from onnxplug.providers.numpy.runtime import blas
+    from onnxplug.providers.numpy.ops.ai_onnx import op_transpose
 
     if split:
         monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)

@@ -1,4 +1,4 @@
-"""Small stride-1 2-D convolutions of the numpy provider (``_padded_rows.conv_padded_rows``: im2col
+"""Small stride-1 2-D convolutions of the numpy provider (``padded_rows.conv_padded_rows``: im2col
 over padded-width rows, bias as a weight column, scratch kept per thread and shape), the
 strided-window im2col with the bias as a weight column, and the FusedConv epilogue (residual,
 activations, Relu against an array of zeros), against onnxruntime.
@@ -18,9 +18,10 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxplug
-from onnxplug.providers.numpy import blas
-from onnxplug.providers.numpy.ops import _conv_util, _padded_rows, _scratch
-from onnxplug.providers.numpy.threaded_blas import threaded_blas
+from onnxplug.providers.numpy.runtime import blas
+from onnxplug.providers.numpy.kernels.conv import dispatch, padded_rows
+from onnxplug.providers.numpy.runtime import scratch
+from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, assert_same, kernels_only
 
 RNG = np.random.default_rng(77)
@@ -33,7 +34,7 @@ def f32(*shape: int) -> np.ndarray:
 @pytest.fixture
 def padded_rows_calls(calls_of) -> list[tuple]:
     """Records the (x shape, group) of every call to the padded-rows path (im2col or row products)."""
-    return calls_of(_padded_rows, "conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights: (x.shape, group))
+    return calls_of(padded_rows, "conv_padded_rows", lambda x, w, b, scratch, group, epilogue, weights: (x.shape, group))
 
 
 # (name, x shape, w shape, Conv attributes): all go to the padded-rows path
@@ -94,9 +95,9 @@ FALLBACK_CASES = [
     ("product split by image, stride 2", (3, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]),
      lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
     ("switched off", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(_padded_rows, "PADDED_ROWS", False)),
+     lambda mp: mp.setattr(padded_rows, "PADDED_ROWS", False)),
     ("switched off, bias added after the product", (2, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: (mp.setattr(_padded_rows, "PADDED_ROWS", False), mp.setattr(_conv_util, "IM2COL_BIAS_ROW", False))),
+     lambda mp: (mp.setattr(padded_rows, "PADDED_ROWS", False), mp.setattr(dispatch, "IM2COL_BIAS_ROW", False))),
 ]
 
 
@@ -111,9 +112,9 @@ def test_split_im2col_product_by_weight_rows_or_bands(monkeypatch, parallel_for_
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     whole = []
-    real_matmul = _conv_util.matmul
-    monkeypatch.setattr(_conv_util, "matmul", lambda a, b, out=None: whole.append(a.shape) or real_matmul(a, b, out))
-    units = parallel_for_calls(_conv_util)
+    real_matmul = dispatch.matmul
+    monkeypatch.setattr(dispatch, "matmul", lambda a, b, out=None: whole.append(a.shape) or real_matmul(a, b, out))
+    units = parallel_for_calls(dispatch)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[1, 1, 1, 1])
     assert (whole, units) == (([(1, ws[0], 16 * 9)], []) if by_weight_rows else ([], [(2, True)]))
@@ -128,8 +129,8 @@ def test_large_image_columns_go_in_bands_of_rows(monkeypatch, parallel_for_calls
     Each band copies, multiplies and adds its bias on its own; all match onnxruntime."""
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(_conv_util, "IM2COL_BAND_BYTES", band_bytes)
-    units = parallel_for_calls(_conv_util)
+    monkeypatch.setattr(dispatch, "IM2COL_BAND_BYTES", band_bytes)
+    units = parallel_for_calls(dispatch)
     feeds = {"x": f32(images, 3, 33, 31), "w": f32(8, 3, 7, 7), "b": f32(8)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[3, 3, 3, 3])
     expected = images * bands if bands else max(images, 2)
@@ -148,14 +149,14 @@ def test_other_convolutions_fall_back_and_match(monkeypatch, padded_rows_calls, 
 def test_cropping_pads_fall_back():
     """Negative pads (a crop; onnxruntime rejects them) are left to the strided-window path."""
     x, w = f32(1, 3, 10, 10), f32(4, 3, 3, 3)
-    assert not _padded_rows.padded_rows_fit(x, w, None, (1, 1), (1, 1), (-1, 0), (1, 1))
-    assert _padded_rows.padded_rows_fit(x, w, None, (1, 1), (1, 1), (0, 0), (1, 1))
+    assert not padded_rows.padded_rows_fit(x, w, None, (1, 1), (1, 1), (-1, 0), (1, 1))
+    assert padded_rows.padded_rows_fit(x, w, None, (1, 1), (1, 1), (0, 0), (1, 1))
 
 
 def test_mixed_dtypes_fall_back():
     x, w = f32(1, 3, 10, 10), f32(4, 3, 3, 3)
-    assert not _padded_rows.padded_rows_fit(x, w.astype(np.float64), None, (1, 1), (1, 1), (1, 1), (1, 1))
-    assert not _padded_rows.padded_rows_fit(x.astype(np.float16), w.astype(np.float16), None,
+    assert not padded_rows.padded_rows_fit(x, w.astype(np.float64), None, (1, 1), (1, 1), (1, 1), (1, 1))
+    assert not padded_rows.padded_rows_fit(x.astype(np.float16), w.astype(np.float16), None,
                                            (1, 1), (1, 1), (1, 1), (1, 1))
 
 
@@ -192,7 +193,7 @@ def test_poisoned_kept_scratch_never_reaches_outputs(monkeypatch, padded_rows_ca
     """Everything in the kept scratch that a call writes (image interior, columns but the ones row,
     product) is filled with NaN before each call: outputs still match, so no call reads a previous
     call's values; only the zero borders and the ones row are relied on."""
-    real = _padded_rows.padded_rows_scratch
+    real = padded_rows.padded_rows_scratch
 
     def poisoned(*args):
         scratch = real(*args)
@@ -202,7 +203,7 @@ def test_poisoned_kept_scratch_never_reaches_outputs(monkeypatch, padded_rows_ca
             scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_padded_rows, "padded_rows_scratch", poisoned)
+    monkeypatch.setattr(padded_rows, "padded_rows_scratch", poisoned)
     for bias in (False, True):
         for _ in range(2):
             feeds = {"x": f32(2, 6, 14, 18), "w": f32(4, 3, 3, 3)}
@@ -339,7 +340,7 @@ def test_fused_conv_without_bias_on_padded_rows(padded_rows_calls):
 def test_relu_keeps_nan_and_gives_zero_for_negatives():
     """The Relu against an array of zeros: NaN stays NaN (as onnxruntime's Relu), -inf and -0.0
     become zeros, on a non-contiguous view too."""
-    from onnxplug.providers.numpy.ops.op_fused_conv import ResidualActivation
+    from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_conv import ResidualActivation
 
     y = np.array([[1.5, -2.0, np.nan, -np.inf, np.inf, -0.0, 0.0, 3.0]] * 3, np.float32)
     expected = _ort(helper.make_model(helper.make_graph(
@@ -359,8 +360,8 @@ def test_relu_keeps_nan_and_gives_zero_for_negatives():
 
 
 def test_zeros_operand_is_read_only_zeros_of_any_size():
-    small = _conv_util.zeros_operand((2, 3), np.dtype(np.float32))
-    big = _conv_util.zeros_operand((70, 100), np.dtype(np.float32))
+    small = dispatch.zeros_operand((2, 3), np.dtype(np.float32))
+    big = dispatch.zeros_operand((70, 100), np.dtype(np.float32))
     assert small.shape == (2, 3) and big.shape == (70, 100) and big.dtype == np.float32
     assert not big.any() and not small.any() and big.flags.c_contiguous
     with pytest.raises(ValueError):
@@ -388,13 +389,13 @@ def test_conv_attributes_are_resolved_per_input_shape():
 def test_biased_weights_are_the_weights_and_bias_side_by_side_and_kept_only_when_constant():
     w, b = f32(6, 2, 3, 3), f32(6)
     expected = np.stack([np.hstack([w[g * 3:g * 3 + 3].reshape(3, 18), b[g * 3:g * 3 + 3, None]]) for g in range(2)])
-    kept = _conv_util.BiasedWeights(constant=True)
+    kept = dispatch.BiasedWeights(constant=True)
     first = kept.get(w, b, 2)
     np.testing.assert_array_equal(first, expected)
     assert kept.holds(w, b, 2) and kept.get(w, b, 2) is first
     assert not kept.holds(w.copy(), b, 2) and not kept.holds(w, b, 1)
     np.testing.assert_array_equal(kept.get(w, b, 1), np.hstack([w.reshape(6, 18), b[:, None]])[None])
-    rebuilt = _conv_util.BiasedWeights(constant=False)
+    rebuilt = dispatch.BiasedWeights(constant=False)
     assert rebuilt.get(w, b, 2) is not rebuilt.get(w, b, 2) and not rebuilt.holds(w, b, 2)
 
 
@@ -423,13 +424,13 @@ def test_constant_inputs_are_initializers_feeds_cannot_override():
     from types import SimpleNamespace
 
     context = SimpleNamespace(constants={"w": 1, "b": 2})
-    assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "b"]), context, (1, 2))
+    assert dispatch.constant_inputs(SimpleNamespace(inputs=["x", "w", "b"]), context, (1, 2))
     # no bias, or an empty name for it: the weights alone decide
-    assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w"]), context, (1, 2))
-    assert _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", ""]), context, (1, 2))
-    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "w", "fed"]), context, (1, 2))
-    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "fed"]), context, (1, 2))
-    assert not _conv_util.constant_inputs(SimpleNamespace(inputs=["x", "fed", "b"]), context, (1, 2))
+    assert dispatch.constant_inputs(SimpleNamespace(inputs=["x", "w"]), context, (1, 2))
+    assert dispatch.constant_inputs(SimpleNamespace(inputs=["x", "w", ""]), context, (1, 2))
+    assert not dispatch.constant_inputs(SimpleNamespace(inputs=["x", "w", "fed"]), context, (1, 2))
+    assert not dispatch.constant_inputs(SimpleNamespace(inputs=["x", "fed"]), context, (1, 2))
+    assert not dispatch.constant_inputs(SimpleNamespace(inputs=["x", "fed", "b"]), context, (1, 2))
 
 
 # --- 1x1 convolutions: the bias in the product under a copy of the input --------------------------
@@ -444,7 +445,7 @@ ONE_BY_ONE = [
     ("grouped expand", (2, 6, 9, 11), (12, 2, 1, 1), dict(group=3), None, True),
     ("padded", (1, 4, 6, 7), (8, 4, 1, 1), dict(pads=[1, 0, 2, 1]), None, True),
     ("projection: bias added after", (2, 24, 10, 10), (8, 24, 1, 1), {}, None, False),
-    ("switched off", (1, 8, 12, 12), (24, 8, 1, 1), {}, lambda mp: mp.setattr(_conv_util, "IM2COL_BIAS_ROW", False),
+    ("switched off", (1, 8, 12, 12), (24, 8, 1, 1), {}, lambda mp: mp.setattr(dispatch, "IM2COL_BIAS_ROW", False),
      False),
 ]
 
@@ -454,8 +455,8 @@ def test_one_by_one_conv_with_bias_matches_onnxruntime(monkeypatch, name, xs, ws
     if setup is not None:
         setup(monkeypatch)
     made = []
-    real = _conv_util._ones_row_columns
-    monkeypatch.setattr(_conv_util, "_ones_row_columns", lambda *a: made.append(a) or real(*a))
+    real = dispatch._ones_row_columns
+    monkeypatch.setattr(dispatch, "_ones_row_columns", lambda *a: made.append(a) or real(*a))
     for _ in range(2):  # the second run reuses the kept columns
         feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
         assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
@@ -482,13 +483,13 @@ def test_fused_conv_broadcasts_a_smaller_residual(geometry):
 def test_kept_scratch_stays_within_its_budgets(monkeypatch):
     """Per thread, kept scratch is dropped (and made again on use) rather than grow past the byte
     budget or the shape count; results stay onnxruntime's."""
-    monkeypatch.setattr(_scratch, "SCRATCH_KEEP_TOTAL_BYTES", 200 << 10)
-    monkeypatch.setattr(_padded_rows, "_SCRATCH", threading.local())
+    monkeypatch.setattr(scratch, "SCRATCH_KEEP_TOTAL_BYTES", 200 << 10)
+    monkeypatch.setattr(padded_rows, "_SCRATCH", threading.local())
     for size in range(10, 30):
         feeds = {"x": f32(1, 8, size, size), "w": f32(8, 8, 3, 3), "b": f32(8)}
         assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 1, 1, 1])
-        kept = _padded_rows._SCRATCH.kept
-        assert kept[None] <= 200 << 10 and len(kept) <= _scratch.KEEP_SHAPES + 1
+        kept = padded_rows._SCRATCH.kept
+        assert kept[None] <= 200 << 10 and len(kept) <= scratch.KEEP_SHAPES + 1
         assert kept[None] == sum(v.nbytes for k, v in kept.items() if k is not None and v is not None)
 
 
@@ -499,7 +500,7 @@ def test_padded_rows_read_non_contiguous_inputs(padded_rows_calls):
     w, b = f32(5, 3, 3, 3), f32(5)
     model = _conv_model([2, 3, 18, 32], w, b, [1, 1, 1, 1])
     expected = _ort(model).run(None, {"x": np.ascontiguousarray(x)})[0]
-    got = _conv_util.conv_nd(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    got = dispatch.conv_nd(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
     assert_same(got, expected, 1e-4, 1e-4)
     assert padded_rows_calls
 
@@ -517,7 +518,7 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
     real_gemm = type(threaded).gemm
     monkeypatch.setattr(type(threaded), "gemm", lambda self, a, b, out=None: products.append(b.shape)
                         or real_gemm(self, a, b, out))
-    real = _padded_rows.padded_rows_scratch
+    real = padded_rows.padded_rows_scratch
     layouts: list[bool] = []
 
     def poisoned(*args):
@@ -528,7 +529,7 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
         scratch.product.fill(np.nan)
         return scratch
 
-    monkeypatch.setattr(_padded_rows, "padded_rows_scratch", poisoned)
+    monkeypatch.setattr(padded_rows, "padded_rows_scratch", poisoned)
     feeds = {"x": f32(3, 5, 12, 14) * 4, "w": f32(7, 5, 3, 3)}
     if bias:
         feeds["b"] = f32(7)

@@ -1,4 +1,4 @@
-"""3x3 stride-1 convolutions by Winograd's F(4x4, 3x3) (``_winograd``), against onnxruntime.
+"""3x3 stride-1 convolutions by Winograd's F(4x4, 3x3) (``winograd``), against onnxruntime.
 
 Each case checks with spies that the Winograd path ran and how its work was cut (bands of one
 image, runs of images, or one unit with its 36 products shared), with every thread's scratch
@@ -17,8 +17,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug
-from onnxplug.providers.numpy import blas
-from onnxplug.providers.numpy.ops import _conv_util, _winograd
+from onnxplug.providers.numpy.runtime import blas
+from onnxplug.providers.numpy.kernels.conv import dispatch, winograd
 from onnxplug.testing.model_suite import build, sample_inputs
 from tests.numpy_provider.single_node_oracle import node_model, run_oracle, run_ours
 
@@ -33,13 +33,13 @@ def f32(*shape: int) -> np.ndarray:
 @pytest.fixture(autouse=True)
 def winograd_on(monkeypatch):
     """The path is off by default (less accurate than onnxruntime's direct convolution)."""
-    monkeypatch.setattr(_winograd, "WINOGRAD", True)
+    monkeypatch.setattr(winograd, "WINOGRAD", True)
 
 
 @pytest.fixture
 def winograd_calls(calls_of) -> list[tuple]:
     """Records the x shape of every Winograd convolution."""
-    return calls_of(_conv_util, "winograd_conv", lambda x, u, b, begin, end, epilogue: x.shape)
+    return calls_of(dispatch, "winograd_conv", lambda x, u, b, begin, end, epilogue: x.shape)
 
 
 @pytest.fixture
@@ -47,9 +47,9 @@ def small_units(monkeypatch):
     """Two product threads, every product worth splitting, and thresholds for small shapes."""
     monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(_winograd, "MIN_MACS", 1)
-    monkeypatch.setattr(_winograd, "MIN_TILES", 1)
-    monkeypatch.setattr(_winograd, "MIN_UNIT_TILES", 8)
+    monkeypatch.setattr(winograd, "MIN_MACS", 1)
+    monkeypatch.setattr(winograd, "MIN_TILES", 1)
+    monkeypatch.setattr(winograd, "MIN_UNIT_TILES", 8)
 
 
 def _assert_close(ours: np.ndarray, expected: np.ndarray) -> None:
@@ -73,7 +73,7 @@ UNIT_CASES = [
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
 def test_conv_matches_onnxruntime(small_units, poisoned_scratch, parallel_for_calls, winograd_calls,
                                   name, xs, k, pads, units, bias):
-    split = parallel_for_calls(_winograd)
+    split = parallel_for_calls(winograd)
     feeds = {"x": f32(*xs), "w": f32(k, xs[1], 3, 3)}
     if bias:
         feeds["b"] = f32(k)
@@ -106,8 +106,8 @@ def test_fused_residual_and_relu_match_onnxruntime(tmp_path, calls_of, small_uni
     oh, ow = xs[2] + pads[0] + pads[2] - 2, xs[3] + pads[1] + pads[3] - 2
     model = _fused_model(xs, k, pads, [xs[0], k, oh, ow])
     feeds = {"x": f32(*xs), "r": f32(xs[0], k, oh, ow)}
-    transforms = calls_of(_conv_util, "transform_weights", lambda w: w.shape)
-    split = parallel_for_calls(_winograd)
+    transforms = calls_of(dispatch, "transform_weights", lambda w: w.shape)
+    split = parallel_for_calls(winograd)
     so = onnxplug.SessionOptions()
     so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
     session = onnxplug.InferenceSession(model.SerializeToString(), so, providers=["numpy"])
@@ -151,7 +151,7 @@ def test_constant_weights_without_a_bias_are_transformed_once(calls_of, small_un
                               [helper.make_tensor_value_info("y", F, None)], [numpy_helper.from_array(w, "w")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    transforms = calls_of(_conv_util, "transform_weights", lambda w: w.shape)
+    transforms = calls_of(dispatch, "transform_weights", lambda w: w.shape)
     so = onnxplug.SessionOptions()
     so.graph_optimization_level = onnxplug.GraphOptimizationLevel.ORT_DISABLE_ALL  # the Conv node itself
     session = onnxplug.InferenceSession(model.SerializeToString(), so, providers=["numpy"])
@@ -169,7 +169,7 @@ def test_large_values_keep_their_relative_accuracy(small_units, winograd_calls):
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
     direct = sum(np.einsum("nchw,kc->nkhw", xp[:, :, i:i + 16, j:j + 16], w[:, :, i, j].astype(np.float64))
                  for i in range(3) for j in range(3))
-    ours = _conv_util.conv_nd(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    ours = dispatch.conv_nd(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
     assert winograd_calls == [x.shape]
     assert np.abs(ours - direct).max() <= 1e-5 * np.abs(direct).max()
 
@@ -193,22 +193,22 @@ REFUSED = [
 @pytest.mark.parametrize("name,xs,ws,group,strides,dilations,begin,end", REFUSED, ids=[c[0] for c in REFUSED])
 def test_other_convolutions_are_refused(name, xs, ws, group, strides, dilations, begin, end):
     x, w = np.zeros(xs, np.float32), np.zeros(ws, np.float32)
-    assert not _winograd.winograd_fits(x, w, None, strides, dilations, begin, end, group)
+    assert not winograd.winograd_fits(x, w, None, strides, dilations, begin, end, group)
 
 
 def test_only_float32_is_taken():
     """float64 convolutions carry QLinearConv's and ConvInteger's exact integer sums."""
     x, w = np.zeros((1, 64, 56, 56), np.float32), np.zeros((64, 64, 3, 3), np.float32)
-    assert _winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
-    assert not _winograd.winograd_fits(x.astype(np.float64), w.astype(np.float64), None, (1, 1), (1, 1), (1, 1),
+    assert winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert not winograd.winograd_fits(x.astype(np.float64), w.astype(np.float64), None, (1, 1), (1, 1), (1, 1),
                                        (1, 1), 1)
-    assert not _winograd.winograd_fits(x, w, np.zeros(64, np.float64), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert not winograd.winograd_fits(x, w, np.zeros(64, np.float64), (1, 1), (1, 1), (1, 1), (1, 1), 1)
 
 
 def test_switch_sends_convolutions_elsewhere(monkeypatch, winograd_calls):
-    monkeypatch.setattr(_winograd, "WINOGRAD", False)
+    monkeypatch.setattr(winograd, "WINOGRAD", False)
     x, w = f32(1, 64, 56, 56), f32(64, 64, 3, 3)
-    assert not _winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert not winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
 
 
 def test_resnet18_at_batch_2_runs_its_3x3_layers_by_winograd(winograd_calls):

@@ -98,9 +98,9 @@ def test_conv_residual_add_activation_becomes_fused_conv_with_z(with_bias):
 def test_depthwise_fused_conv_applies_residual_and_activation_per_block(monkeypatch, stride):
     """Depthwise FusedConv runs its residual and activation on each cache block (LeakyRelu makes a
     new array, which must land in the output)."""
-    from onnxplug.providers.numpy.ops import _depthwise
+    from onnxplug.providers.numpy.kernels.conv import depthwise
 
-    monkeypatch.setattr(_depthwise, "BLOCK_BYTES", 4 << 10)
+    monkeypatch.setattr(depthwise, "BLOCK_BYTES", 4 << 10)
     out = 10 // stride
     proto = model([node("Conv", ["x", "w", "b"], ["c"], group=8, pads=[1, 1, 1, 1], strides=[stride, stride]),
                    node("Add", ["c", "skip"], ["s"]), node("LeakyRelu", ["s"], ["y"], alpha=0.1)],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnxplug.providers.numpy.blas import PRODUCT_THREADS
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS
 from tests.numpy_provider.com_microsoft.ms_oracle import assert_ms_matches
 
 RNG = np.random.default_rng(79)

@@ -1,6 +1,6 @@
 """Which nodes the numpy provider wants channels-last (``NumpyProvider.preferred_layout``).
 
-Depthwise convolutions are much cheaper channels-last in numpy (see ops/_channels_last.py), a
+Depthwise convolutions are much cheaper channels-last in numpy (see kernels/conv/channels_last.py), a
 1x1 convolution costs the same either way, and a dense one on a few channels (a stem) less. So the
 provider asks NHWC for the depthwise convolutions, and for the 1x1 and few-channel convolutions and
 global average pools connected to one through elementwise ops or other such nodes: MobileNet-style
@@ -14,7 +14,7 @@ from __future__ import annotations
 from onnxplug.fused_schemas import NHWC_DOMAIN, OWN_DOMAIN
 from onnxplug.ir import Graph, Node
 from onnxplug.optimizer.passes.transpose_optimization import BINARY, UNARY
-from onnxplug.providers.numpy.ops._channels_last import DENSE_MAX_CHANNELS, FAST_DTYPES
+from onnxplug.providers.numpy.kernels.conv.channels_last import DENSE_MAX_CHANNELS, FAST_DTYPES
 
 #: Ops a channels-last region may pass through: the elementwise ops TransposeOptimization pushes
 #: Transposes through, so none is left inside a region.

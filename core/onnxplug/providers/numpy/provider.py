@@ -8,7 +8,7 @@ from onnxplug.device import HardwareDevice, host_cpu
 from onnxplug.ir import Graph, Node
 from onnxplug.kernel import Kernel
 from onnxplug.provider import ExecutionProvider
-from onnxplug.providers.numpy.blas import PRODUCT_THREADS
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS
 from onnxplug.providers.numpy.layout import channels_last_nodes
 from onnxplug.providers.numpy.registry import REGISTRY
 

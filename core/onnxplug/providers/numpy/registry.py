@@ -1,5 +1,5 @@
-"""The numpy provider's kernel registry. Op modules (``ops/op_*.py``, and ``ops/<domain>/op_*.py`` for
-other domains' ops) register into it with ``@op(...)``."""
+"""The numpy provider's kernel registry. Op modules (``ops/<domain>/op_*.py``, one package per domain:
+ai_onnx, ai_onnx_ml, com_onnxplug, com_microsoft) register into it with ``@op(...)``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ def _load_ops(registry: KernelRegistry) -> None:
     from onnxplug.providers.numpy import ops
 
     for info in pkgutil.iter_modules(ops.__path__):
-        if info.name.startswith("op_"):
-            importlib.import_module(f"{ops.__name__}.{info.name}")
-        elif info.ispkg:  # one subpackage per extra domain (com_microsoft), same op_ naming
+        if info.ispkg:  # one subpackage per domain
             package = importlib.import_module(f"{ops.__name__}.{info.name}")
             for sub in pkgutil.iter_modules(package.__path__):
                 if sub.name.startswith("op_"):

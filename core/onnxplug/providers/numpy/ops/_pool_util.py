@@ -11,9 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import PRODUCT_THREADS, parallel_for
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._conv_util import pad_spatial
+from onnxplug.providers.numpy.kernels.conv.dispatch import pad_spatial
 
 
 class PoolGeometry:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import ISOLATED_THREADED_MACS, aligned, matmul
+from onnxplug.providers.numpy.runtime.blas import ISOLATED_THREADED_MACS, aligned, matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 
 Activation = Callable[[np.ndarray], np.ndarray]

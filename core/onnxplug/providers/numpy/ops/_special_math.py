@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from onnxplug.providers.numpy.ops._scratch import ThreadScratch
+from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI = math.sqrt(math.pi)

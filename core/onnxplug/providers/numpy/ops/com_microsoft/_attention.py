@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.errors import NotImplementedOpError
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 
 
 def mask_bias(kernel, mask: np.ndarray | None, batch: int, seq: int, total: int, causal: bool,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 from onnxplug.providers.numpy.ops._quant_util import centered
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from onnxplug.errors import NotImplementedOpError
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.ops.com_microsoft._attention import attend, mask_bias, merge_heads, split_heads

@@ -3,7 +3,7 @@
 
 from onnxplug.providers.numpy.ops._shape_util import ints
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_conv_transpose import ConvTranspose
+from onnxplug.providers.numpy.ops.ai_onnx.op_conv_transpose import ConvTranspose
 from onnxplug.providers.numpy.registry import op
 
 

@@ -16,11 +16,11 @@ every step onnxruntime quantizes over other ranges (results differ by quantizati
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import PRODUCT_THREADS, matmul
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, matmul
 from onnxplug.providers.numpy.ops._quant_util import centered
 from onnxplug.providers.numpy.ops._rnn_util import RecurrentKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_dynamic_quantize_linear import dynamic_quantize
+from onnxplug.providers.numpy.ops.ai_onnx.op_dynamic_quantize_linear import dynamic_quantize
 from onnxplug.providers.numpy.registry import op
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.ops.com_microsoft._integer import integer_matmul_to_float
-from onnxplug.providers.numpy.ops.op_dynamic_quantize_linear import dynamic_quantize
+from onnxplug.providers.numpy.ops.ai_onnx.op_dynamic_quantize_linear import dynamic_quantize
 from onnxplug.providers.numpy.registry import op
 
 

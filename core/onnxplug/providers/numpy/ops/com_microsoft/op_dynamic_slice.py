@@ -3,7 +3,7 @@ optional axes as inputs."""
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._shape_util import ints, normalize_axis
-from onnxplug.providers.numpy.ops.op_slice import _bounds
+from onnxplug.providers.numpy.ops.ai_onnx.op_slice import _bounds
 from onnxplug.providers.numpy.registry import op
 
 

@@ -3,7 +3,7 @@ of y = X (+ bias over the last axis)."""
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_fused_gelu import gelu_in_blocks
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_gelu import gelu_in_blocks
 from onnxplug.providers.numpy.registry import op
 
 

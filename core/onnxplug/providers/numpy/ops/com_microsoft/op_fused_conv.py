@@ -3,7 +3,7 @@ same schema as the project's com.onnxplug FusedConv, whose kernel computes it:
 Y = activation(Conv(X, W, B) + Z), ``activation`` and ``activation_params``."""
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_fused_conv import FusedConv as _OwnFusedConv
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_conv import FusedConv as _OwnFusedConv
 from onnxplug.providers.numpy.registry import op
 
 

@@ -5,8 +5,8 @@ Y = activation(alpha * A' @ B' + beta * C), Gemm's attributes; the activation's 
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_fused_activation import in_place_activation
-from onnxplug.providers.numpy.ops.op_fused_gemm import FusedGemm as _OwnFusedGemm
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_activation import in_place_activation
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_gemm import FusedGemm as _OwnFusedGemm
 from onnxplug.providers.numpy.registry import op
 
 #: Activations and the defaults of their parameters (onnxruntime's).

@@ -6,7 +6,7 @@ Unlike the project's com.onnxplug FusedMatMul it has no activation."""
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.registry import op

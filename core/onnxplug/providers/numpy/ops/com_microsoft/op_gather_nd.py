@@ -1,7 +1,7 @@
 """com.microsoft GatherND: ai.onnx GatherND without batch_dims, in onnxruntime's contrib domain."""
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_gather_nd import GatherND as _OnnxGatherND
+from onnxplug.providers.numpy.ops.ai_onnx.op_gather_nd import GatherND as _OnnxGatherND
 from onnxplug.providers.numpy.registry import op
 
 

@@ -6,7 +6,7 @@ weights are dequantized once at session creation."""
 import numpy as np
 
 from onnxplug.errors import NotImplementedOpError
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.registry import op

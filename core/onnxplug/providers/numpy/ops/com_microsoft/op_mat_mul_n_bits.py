@@ -10,7 +10,7 @@ is one BLAS product; accuracy_level (onnxruntime's internal int8 quantization of
 import numpy as np
 
 from onnxplug.errors import NotImplementedOpError
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.registry import op

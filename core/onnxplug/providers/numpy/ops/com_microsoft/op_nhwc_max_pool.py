@@ -4,7 +4,7 @@ as onnxruntime's NHWC rewrite of quantized (uint8 / int8) models writes it."""
 import numpy as np
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_max_pool import MaxPool
+from onnxplug.providers.numpy.ops.ai_onnx.op_max_pool import MaxPool
 from onnxplug.providers.numpy.registry import op
 
 

@@ -2,7 +2,7 @@
 [2 * rank] or [1, 2 * rank]."""
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_pad import Pad as _OnnxPad
+from onnxplug.providers.numpy.ops.ai_onnx.op_pad import Pad as _OnnxPad
 from onnxplug.providers.numpy.registry import op
 
 

@@ -5,7 +5,7 @@ b_scale and b_zero_point are per tensor or per column."""
 
 import numpy as np
 
-from onnxplug.providers.numpy.blas import matmul
+from onnxplug.providers.numpy.runtime.blas import matmul
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._quant_util import centered, requantize
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN

@@ -6,7 +6,7 @@ import numpy as np
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, dequantize, per_tensor, quantize
-from onnxplug.providers.numpy.ops.op_average_pool import AveragePool
+from onnxplug.providers.numpy.ops.ai_onnx.op_average_pool import AveragePool
 from onnxplug.providers.numpy.registry import op
 
 

@@ -4,7 +4,7 @@ N...C) as onnxruntime's NHWC rewrite of quantized models writes it."""
 import numpy as np
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_qlinear_conv import QLinearConv as _OnnxQLinearConv
+from onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv import QLinearConv as _OnnxQLinearConv
 from onnxplug.providers.numpy.registry import op
 
 

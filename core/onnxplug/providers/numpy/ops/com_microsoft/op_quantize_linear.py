@@ -2,8 +2,8 @@
 onnxruntime's contrib domain, which the quantization tool writes for 16-bit and 4-bit types."""
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_dequantize_linear import DequantizeLinear as _Dequantize
-from onnxplug.providers.numpy.ops.op_quantize_linear import QuantizeLinear as _Quantize
+from onnxplug.providers.numpy.ops.ai_onnx.op_dequantize_linear import DequantizeLinear as _Dequantize
+from onnxplug.providers.numpy.ops.ai_onnx.op_quantize_linear import QuantizeLinear as _Quantize
 from onnxplug.providers.numpy.registry import op
 
 

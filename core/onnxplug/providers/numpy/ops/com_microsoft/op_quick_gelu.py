@@ -3,7 +3,7 @@
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._nn_util import widen
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_sigmoid import sigmoid
+from onnxplug.providers.numpy.ops.ai_onnx.op_sigmoid import sigmoid
 from onnxplug.providers.numpy.registry import op
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_range import Range as _OnnxRange
+from onnxplug.providers.numpy.ops.ai_onnx.op_range import Range as _OnnxRange
 from onnxplug.providers.numpy.registry import op
 
 

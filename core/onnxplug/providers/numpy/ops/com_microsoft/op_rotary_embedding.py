@@ -8,7 +8,7 @@ import numpy as np
 
 from onnxplug.errors import NotImplementedOpError
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_rotary_embedding import RotaryEmbedding as _OnnxRotaryEmbedding
+from onnxplug.providers.numpy.ops.ai_onnx.op_rotary_embedding import RotaryEmbedding as _OnnxRotaryEmbedding
 from onnxplug.providers.numpy.registry import op
 
 

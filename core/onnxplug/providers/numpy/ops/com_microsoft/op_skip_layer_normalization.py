@@ -9,7 +9,7 @@ import numpy as np
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
 from onnxplug.providers.numpy.ops.com_microsoft._norm import check_vector, normalize_rows
-from onnxplug.providers.numpy.ops.op_fused_layer_norm import SkipLayerNormalization as _RowBlocked
+from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_layer_norm import SkipLayerNormalization as _RowBlocked
 from onnxplug.providers.numpy.registry import op
 
 

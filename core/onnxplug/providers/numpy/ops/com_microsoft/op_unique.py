@@ -3,7 +3,7 @@ of each input value among them and their counts (int64) — ai.onnx Unique's (so
 inverse_indices and counts."""
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.op_unique import Unique as _OnnxUnique
+from onnxplug.providers.numpy.ops.ai_onnx.op_unique import Unique as _OnnxUnique
 from onnxplug.providers.numpy.registry import op
 
 

@@ -1,0 +1,1 @@
+"""Compute engines the numpy provider's op kernels share, below the op level."""

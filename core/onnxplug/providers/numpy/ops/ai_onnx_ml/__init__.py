@@ -1,0 +1,1 @@
+"""Kernels of the ONNX-ML domain (``ai.onnx.ml``), one module per op (``op_<name>.py``)."""

@@ -1,0 +1,278 @@
+"""Matrix products of the numpy provider: single-threaded BLAS, split across our own threads, and
+a private threaded BLAS for large single products.
+
+numpy's BLAS (OpenBLAS) keeps one process-wide pool, and three of its traits hurt a runtime:
+- waking its sleeping workers costs more than a small product gains from them (measured here: a
+  16x144x1024 Conv was 3x slower on two threads than on one between other numpy calls);
+- its results depend on the pool size (one thread takes other code paths; the last bits differ);
+- the pool size set from a thread other than the main one is ignored.
+
+So the provider pins that pool to one thread. Work units shared over the provider's own threads
+(``parallel_for``) call it, one unit per thread at a time. A large product that runs alone on the
+calling thread (``matmul``) goes to a second OpenBLAS with ``intra_op_num_threads`` threads of its
+own (``threaded_blas``), whose workers take their share in microseconds. Without that library, a
+product of at least ``SPLIT_PRODUCT_MACS`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column
+(or row) blocks per thread, which the provider's threads take as they become free. Either way a
+product's cut depends only on its shapes and the thread count, so results are the same whichever
+thread runs it, and concurrent runs match serial ones bit for bit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+import threadpoolctl
+
+from onnxplug.providers.numpy.runtime.placement import PLACEMENT, pin_thread
+from onnxplug.providers.numpy.runtime.threaded_blas import ThreadedBlas, is_threaded_blas_file, threaded_blas
+
+#: Products with fewer multiply-adds than this run on the calling thread alone.
+SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000))
+#: Single products of at least this many multiply-adds go to the threaded BLAS when it is loaded
+#: (below, numpy's one-thread call costs less than the hand-off).
+THREADED_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_MACS", 8_000_000))
+#: The same for a product that runs between long single-threaded stretches, such as a recurrent
+#: layer's input projection: the threaded BLAS's workers have gone to sleep by then, and waking them
+#: costs 100-250 us (bilstm at batch 1 took 1.05-1.2x as long with its 8.4M projection threaded).
+ISOLATED_THREADED_MACS = 32_000_000
+#: The same for a matrix-vector product (one row or one column, such as a classifier at batch 1),
+#: which the threaded BLAS runs as a gemv: memory-bound, so two threads pay once the matrix is about
+#: a core's L2 (2 MB): 1 x 512 @ 512 x 1000 44 -> 28 us, 1 x 1280 @ 1280 x 1000 177 -> 77 us; but
+#: 1 x 512 @ 512 x 512 14 -> 19 us.
+THREADED_GEMV_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_GEMV_MACS", 500_000))
+#: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
+#: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
+_SMALL = 4096
+#: Blocks of a split product per thread, shared out as threads become free (see ``_share``). Two
+#: were no better in paired runs (transformer batch 8 3-7% slower: each block packs the shared
+#: operand again).
+BLOCKS_PER_THREAD = 1
+#: Narrowest block a split may produce (columns or rows): BLAS kernels work in panels of 8-16.
+_MIN_BLOCK = 16
+#: Byte alignment of the recurrent kernels' kept weights: a cache line, as wide as an AVX-512
+#: vector. OpenBLAS's gemv and small-matrix kernels read the matrix in place, where malloc's 16-byte
+#: alignment costs:
+#: h^T (1 x 128) @ R^T (128 x 384) 2.5 us on a cache-line boundary, 3.4 us 16 or 48 bytes past one;
+#: a gate-blocked LSTM step (8 x 128 @ 4 x 128 x 128) 7.2 against 10.6 us.
+ALIGNMENT = 64
+
+
+def aligned_empty(shape: int | tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array starting on an ``ALIGNMENT``-byte boundary."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    buf = np.empty(count * dtype.itemsize + ALIGNMENT, dtype=np.uint8)
+    start = -buf.ctypes.data % ALIGNMENT
+    return buf[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def aligned(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when it is C-contiguous and starts on an ``ALIGNMENT``-byte boundary, else such
+    a copy (for weights a kernel keeps; object arrays are only made contiguous)."""
+    if a.flags.c_contiguous and a.ctypes.data % ALIGNMENT == 0 or a.dtype.hasobject:
+        return np.ascontiguousarray(a)
+    out = aligned_empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
+
+
+def default_threads() -> int:
+    """One thread per core this process may run on, as onnxruntime's default."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+class _ProductThreads:
+    """The thread count for large products, and the workers that run their blocks."""
+
+    def __init__(self) -> None:
+        self.threads = default_threads()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
+        self._lock = threading.Lock()
+
+    def configure(self, threads: int) -> None:
+        """Pin numpy's BLAS to one thread, and run large products on ``threads`` threads (0 keeps
+        the count: one per core unless a session asked for another), the threaded BLAS's too."""
+        threaded = threaded_blas()
+        controller = threadpoolctl.ThreadpoolController()  # ~0.5 ms, once per session
+        for lib in controller.lib_controllers:  # numpy's BLAS (and any other), not the threaded one
+            if lib.user_api == "blas" and not is_threaded_blas_file(lib.filepath):
+                lib.set_num_threads(1)
+        if threads > 0:
+            self.threads = threads
+        if threaded is not None:
+            threaded.set_threads(self.threads)
+
+    def pool(self) -> ThreadPoolExecutor:
+        """Workers for all but the first block (created on first use, grown when asked for more)."""
+        with self._lock:
+            if self._pool is None or self._pool_size < self.threads - 1:
+                self._pool_size = max(self.threads - 1, 1)
+                self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="onnxplug-blas",
+                                                initializer=_placed_worker)
+            return self._pool
+
+
+PRODUCT_THREADS = _ProductThreads()
+
+
+def _placed_worker() -> None:
+    """Runs first on every product thread: it is kept off the caller's CPU (see ``placement``)."""
+    native = threading.get_native_id()
+    PLACEMENT.register(("product thread", native), pin_thread(native))
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
+           threaded_macs: int | None = None) -> np.ndarray:
+    """``np.matmul`` (1-D and batched operands as numpy), parallel over blocks when large.
+    ``threaded_macs`` replaces THREADED_PRODUCT_MACS for a caller that knows its products come in
+    runs (lower) or alone (ISOLATED_THREADED_MACS)."""
+    parts = PRODUCT_THREADS.threads
+    threshold = THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs
+    if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay ~1 us here, not ~4
+        m, k = a.shape
+        n = b.shape[1]
+        if threaded_macs is None and (m == 1 or n == 1):
+            threshold = THREADED_GEMV_MACS
+        if parts > 1 and m * k * n >= threshold:
+            threaded = _threaded(parts)
+            if threaded is not None:
+                done = threaded.gemm(a, b, out)
+                if done is not None:
+                    return done
+        if parts < 2 or m * k * n < SPLIT_PRODUCT_MACS:
+            # ndarray.dot makes the same BLAS call for matrices, with ~1.5 us less dispatch than the ufunc
+            return a.dot(b) if out is None else np.matmul(a, b, out=out)
+    elif (b.ndim == 2 and a.ndim > 2 and a.size and a.shape[-1] == b.shape[0] and a.flags.c_contiguous
+          and (out is None or out.flags.c_contiguous)):
+        # one product over all of a's rows: numpy would make one BLAS call per leading index, a
+        # gemv each for a recurrent output (32, 1, 128) @ (128, 128) (37 us; folded 22 us)
+        n = b.shape[1]
+        rows = a.reshape(-1, a.shape[-1])
+        if out is None:
+            return matmul(rows, b, threaded_macs=threshold).reshape(a.shape[:-1] + (n,))
+        matmul(rows, b, out.reshape(-1, n), threshold)
+        return out
+    elif parts < 2 or a.ndim < 2 or b.ndim < 2 or (a.size < _SMALL and b.size < _SMALL):
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = max(a.size // (m * k or 1), b.size // (k * n or 1))  # the broadcast batch when one is 1
+    if batch == 1 and max(a.ndim, b.ndim) > 2 and takes_threaded_blas(m * n * k, threshold):
+        # one matrix each (a conv of one image and one group): the 2-D views take the threaded BLAS
+        lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if out is None:
+            out = np.empty(lead + (m, n), dtype=np.result_type(a.dtype, b.dtype))
+        matmul(a[(0,) * (a.ndim - 2)], b[(0,) * (b.ndim - 2)], out[(0,) * (out.ndim - 2)], threshold)
+        return out
+    if batch * m * n * k < SPLIT_PRODUCT_MACS:
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if out is None:
+        out = np.empty(batch_shape + (m, n), dtype=np.result_type(a.dtype, b.dtype))
+    blocks = parts * BLOCKS_PER_THREAD
+    if n >= m or m < parts * _MIN_BLOCK:  # split the columns of b and out
+        cuts = _cuts(n, blocks)
+        jobs = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in cuts]
+    else:  # split the rows of a and out
+        cuts = _cuts(m, blocks)
+        jobs = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cuts]
+    _share(len(jobs), lambda i: np.matmul(jobs[i][0], jobs[i][1], out=jobs[i][2]), parts - 1)
+    return out
+
+
+def small_product_limit() -> int:
+    """A 2-D product of fewer multiply-adds than this is one ``a.dot(b)`` on the calling thread in
+    ``matmul`` (under every threading threshold), so a caller can skip matmul's checks."""
+    return min(THREADED_GEMV_MACS, THREADED_PRODUCT_MACS, SPLIT_PRODUCT_MACS)
+
+
+def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False) -> bool:
+    """``out = a @ b``, or ``out += a @ b`` when ``accumulate`` (one pass over ``out``, where numpy
+    would need a temporary and an add), on the threaded BLAS with the provider's thread count, for
+    2-D operands it reads in place; False when it is not loaded or the operands do not qualify."""
+    threaded = _threaded(PRODUCT_THREADS.threads)
+    return threaded is not None and threaded.gemm(a, b, out, accumulate) is not None
+
+
+def takes_threaded_blas(macs: int, threaded_macs: int | None = None) -> bool:
+    """Whether ``matmul`` hands a single product of ``macs`` multiply-adds (BLAS-readable operands)
+    to the threaded BLAS."""
+    threshold = THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs
+    return PRODUCT_THREADS.threads > 1 and macs >= threshold and threaded_blas() is not None
+
+
+def _threaded(parts: int) -> ThreadedBlas | None:
+    """The threaded BLAS sized to ``parts`` threads, or None when it is not loaded."""
+    threaded = threaded_blas()
+    if threaded is not None:
+        threaded.set_threads(parts)
+    return threaded
+
+
+def _cuts(size: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ranges covering ``size``, multiples of ``_MIN_BLOCK`` but the last."""
+    parts = max(1, min(parts, size // _MIN_BLOCK))
+    step = -(-size // parts)
+    step = -(-step // _MIN_BLOCK) * _MIN_BLOCK
+    return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+
+
+def parallel_for(count: int, body: Callable[[int], None], macs: int) -> bool:
+    """Run ``body(i)`` for i in range(count) on the product threads when the work (``macs``
+    multiply-adds in all) is large enough to split; return whether it ran.
+
+    Units are handed out in order to whichever thread is free (see ``_share``). ``body`` must call
+    plain ``np.matmul`` (single-threaded BLAS), never ``matmul``: the workers it runs on are the
+    ones a split product would wait for.
+    """
+    parts = min(PRODUCT_THREADS.threads, count)
+    if parts < 2 or not worth_sharing(macs):
+        return False
+    _share(count, body, parts - 1)
+    return True
+
+
+def worth_sharing(macs: int) -> bool:
+    """Whether ``parallel_for`` shares work of ``macs`` multiply-adds in all over the product
+    threads (given units for them all)."""
+    return PRODUCT_THREADS.threads > 1 and macs >= SPLIT_PRODUCT_MACS
+
+
+def _share(count: int, body: Callable[[int], None], helpers: int) -> None:
+    """``body(i)`` for every i < count, each unit taken in order by the calling thread or one of
+    ``helpers`` workers, whichever is free first; returns when all are done.
+
+    The calling thread starts at once; a sleeping worker takes ~0.1-0.3 ms to wake on the test VM,
+    and a vCPU the host is busy with may not run it for longer. Sharing units instead of handing
+    each thread a fixed half keeps a late worker from holding up the product: the calling thread
+    takes the units it has not reached, and does not wait for a worker that never started."""
+    taken = itertools.count()  # next() is atomic under the GIL
+    stop = False
+
+    def loop() -> None:
+        for i in taken:
+            if i >= count or stop:
+                return
+            body(i)
+
+    pool = PRODUCT_THREADS.pool()
+    PLACEMENT.before_handoff()
+    pending = [pool.submit(loop) for _ in range(helpers)]
+    try:
+        loop()
+    except BaseException:
+        stop = True
+        raise
+    finally:
+        for f in pending:
+            # a worker that has not started has nothing left to do: it is not waited for
+            if not f.cancel() and not stop:
+                f.result()
