@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from onnxplug_sdk import Node, resolve_pads
+from onnxplug_sdk import Node, output_size, resolve_pads
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.engine.conv_direct import conv_direct, direct_applies
@@ -36,11 +36,10 @@ class ConvGeometry:
         sizes = []
         for size, k, s, d, pb, pe in zip((h, w), self.kernel, self.strides, self.dilations,
                                          self.pads_begin, self.pads_end):
-            span = size + pb + pe - ((k - 1) * d + 1)
-            if span < 0:
+            if size + pb + pe < (k - 1) * d + 1:
                 raise ValueError(f"convolution window {k} (dilation {d}) exceeds the padded input size "
                                  f"{size + pb + pe}")
-            sizes.append(span // s + 1)
+            sizes.append(output_size(size, k, s, d, pb, pe))
         return sizes[0], sizes[1]
 
 
@@ -58,11 +57,9 @@ def geometry(node: Node, x_shape: Sequence[int], w_shape: Sequence[int]) -> Conv
     """The 2-D geometry of a Conv node (1-D convolutions get a unit first axis)."""
     spatial = [int(d) for d in x_shape[2:]]
     kernel = [int(k) for k in (node.attr("kernel_shape") or w_shape[2:])]
-    auto_pad = node.attr("auto_pad", b"NOTSET")
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
     strides = [int(s) for s in (node.attr("strides") or [1] * len(kernel))]
     dilations = [int(d) for d in (node.attr("dilations") or [1] * len(kernel))]
-    begin, end = resolve_pads(auto_pad, spatial, kernel, strides, dilations, node.attr("pads"))
+    begin, end = resolve_pads(node.attr("auto_pad"), spatial, kernel, strides, dilations, node.attr("pads"))
     if len(kernel) == 1:
         return ConvGeometry((1, kernel[0]), (1, strides[0]), (1, dilations[0]), (0, begin[0]), (0, end[0]),
                             int(node.attr("group", 1)))

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, Node, pool_output_shape, resolve_pads
+from onnxplug_sdk import GraphView, Node, window_geometry
 
 from onnxplug_opencl.engine.dtypes import FLOATS, c_type, pragmas
 from onnxplug_opencl.ops._base import ClKernel
@@ -15,12 +15,6 @@ from onnxplug_opencl.runtime.devices import DeviceEntry
 from onnxplug_opencl.runtime.programs import kernel_source
 
 _MAX_TYPES = FLOATS | {np.dtype(np.int8), np.dtype(np.uint8)}
-
-
-def _text(value: Any, default: str) -> str:
-    if value is None:
-        return default
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class _Pool(ClKernel):
@@ -36,17 +30,12 @@ class _Pool(ClKernel):
         return t is None or t.shape is None or len(t.shape) == rank + 2
 
     def compute(self, x: Any) -> Any:
-        kernel = [int(k) for k in self.attr("kernel_shape")]
+        g = window_geometry(x.shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),
+                            self.attr("auto_pad"), self.attr("pads"), bool(self.attr("ceil_mode", 0)))
+        kernel, strides, dilations, begin, end = list(g.kernel), list(g.strides), list(g.dilations), g.begin, g.end
         rank = len(kernel)
-        strides = [int(s) for s in (self.attr("strides") or [1] * rank)]
-        dilations = [int(d) for d in (self.attr("dilations") or [1] * rank)]
-        auto_pad = _text(self.attr("auto_pad"), "NOTSET")
-        spatial = [int(d) for d in x.shape[2:]]
-        pads = self.attr("pads")
-        out_shape = pool_output_shape(tuple(x.shape), kernel, auto_pad, strides,
-                                      None if auto_pad.startswith("SAME") else dilations, pads,
-                                      int(self.attr("ceil_mode", 0)))
-        begin, end = resolve_pads(auto_pad, spatial, kernel, strides, dilations, pads)
+        spatial = list(g.in_spatial)
+        out_shape = (*x.shape[:2], *g.out)
         pad3 = lambda v, f: [f] * (3 - rank) + list(v)  # noqa: E731
         out = self.empty(out_shape, x.dtype)
         want_indices = self.mode == 0 and len(self.node.outputs) > 1 and bool(self.node.outputs[1])
