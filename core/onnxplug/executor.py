@@ -344,6 +344,12 @@ class SubgraphPlan:
         result = dict(zip(self.plan.outputs, run_compiled(self.plan, feeds, scope, stats)))
         return [result[n] for n in self.output_names]
 
+    @property
+    def profiled(self) -> bool:
+        """Whether the run in progress on this thread is profiled: a kernel that runs this body its
+        own way (a compiled loop) should then call it per iteration, so its steps are timed too."""
+        return _current_stats.get() is not None
+
     def run_loop(self, limit: int, use_cond: bool, cond: Any, carried: Sequence[Any],
                  scope: Mapping[str, Any]) -> tuple[int, tuple, list[list]]:
         """Run this Loop body (inputs: iteration number, condition, carried values) while

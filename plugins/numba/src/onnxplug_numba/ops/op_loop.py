@@ -8,8 +8,9 @@ The body is compiled at the first call, for the ranks and dtypes of that call's 
 Everything else runs on the generic path (``run_generic``: the body planned on the session's
 providers by ``KernelContext.compile_subgraph``, called once per iteration, as the default
 provider's Loop does): zero iterations, values that are not tensors, ranks the generator does not
-handle, and any error raised by the compiled loop (the generic path then raises the error that
-names the body node at fault, or computes the result if the compiled loop was wrong to fail).
+handle, any error raised by the compiled loop (the generic path then raises the error that
+names the body node at fault, or computes the result if the compiled loop was wrong to fail), and
+profiled runs, so that a profile has an event per body node per iteration.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class Loop(NumbaKernel):
         trips = NO_LIMIT if max_trips is None else int(np.asarray(max_trips).reshape(-1)[0])
         go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
         values = [*carried, *(scope.get(n) for n in self.outer), *self.constant_values]
-        if trips <= 0 or not go or any(v.__class__ is not np.ndarray for v in values):
+        if trips <= 0 or not go or any(v.__class__ is not np.ndarray for v in values) or \
+                getattr(self.planned_body, "profiled", False):
             return self.run_generic(max_trips, cond, carried, scope)
         key = tuple((v.ndim, v.dtype.str) for v in values)
         compiled = self._compiled.get(key)
