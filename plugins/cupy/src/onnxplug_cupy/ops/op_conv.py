@@ -12,7 +12,7 @@ import itertools
 import math
 from typing import Any, Sequence
 
-from onnxplug_sdk import GraphView, Node, resolve_pads
+from onnxplug_sdk import GraphView, Node, conv_transpose_pads, output_size, resolve_pads
 
 from onnxplug_cupy.codegen.expressions import FUSED_DOMAIN
 from onnxplug_cupy.ops._base import FLOAT, CupyKernel, same_dtype
@@ -36,10 +36,9 @@ def windows(xp: Any, x: Any, kernel: Sequence[int], strides: Sequence[int], dila
     """A view of shape (*lead, *out, *kernel) over the trailing spatial axes of ``x``."""
     nd = len(kernel)
     lead = x.ndim - nd
-    out = [(x.shape[lead + i] - ((k - 1) * d + 1)) // s + 1
-           for i, (k, s, d) in enumerate(zip(kernel, strides, dilations))]
+    out = [output_size(x.shape[lead + i], k, s, d) for i, (k, s, d) in enumerate(zip(kernel, strides, dilations))]
     st = x.strides
-    shape = tuple(x.shape[:lead]) + tuple(max(o, 0) for o in out) + tuple(kernel)
+    shape = tuple(x.shape[:lead]) + tuple(out) + tuple(kernel)
     step = tuple(st[:lead]) + tuple(st[lead + i] * strides[i] for i in range(nd)) + \
         tuple(st[lead + i] * dilations[i] for i in range(nd))
     return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=step)
@@ -119,19 +118,11 @@ class ConvTranspose(_ConvBase):
         n, c = x.shape[:2]
         in_sp = tuple(x.shape[2:])
         m = w.shape[1] * group
+        # the canvas the taps are added into: the uncropped output
         full = [s * (i - 1) + a + (k - 1) * d + 1 for s, i, a, k, d in zip(strides, in_sp, adj, kernel, dilations)]
-        auto_pad = self.attr("auto_pad", "NOTSET")
-        pads = self.attr("pads", None)
-        out_shape = self.attr("output_shape", None)
-        if out_shape is not None or (pads is None and auto_pad in ("SAME_UPPER", "SAME_LOWER")):
-            out_sp = [int(o) for o in out_shape][-nd:] if out_shape is not None else \
-                [i * s for i, s in zip(in_sp, strides)]
-            total = [f - o for f, o in zip(full, out_sp)]
-            begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
-        else:
-            flat = [int(p) for p in (pads or [0] * 2 * nd)]
-            begin = flat[:nd]
-            out_sp = [f - pb - pe for f, pb, pe in zip(full, flat[:nd], flat[nd:])]
+        begin, _, out_sp = conv_transpose_pads(in_sp, kernel, strides, dilations, adj,
+                                               self.attr("auto_pad", "NOTSET"), self.attr("pads", None),
+                                               self.attr("output_shape", None))
         p = math.prod(in_sp)
         wg = w.reshape(group, c // group, (m // group) * math.prod(kernel)).transpose(0, 2, 1)
         cols = xp.matmul(wg, x.reshape(n, group, c // group, p))  # (N, group, M/group * k, P)

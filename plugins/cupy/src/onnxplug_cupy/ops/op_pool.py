@@ -11,7 +11,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import GraphView, Node, window_geometry
 
 from onnxplug_cupy.ops._base import FLOAT, CupyKernel, dtypes_in, same_dtype
 from onnxplug_cupy.ops.op_conv import pad_spatial
@@ -21,38 +21,17 @@ _SMALL_INTS = frozenset({np.dtype(np.int8), np.dtype(np.uint8)})
 
 
 class PoolGeometry:
-    """Kernel, strides, dilations, pads and output size of one pooling call (ONNX/onnxruntime rules)."""
+    """A pool's geometry on one input (``onnxplug_sdk.window_geometry``; under SAME_* the pads come
+    from the undilated kernel, as onnxruntime's pools pad), with the padded input it reads."""
 
     def __init__(self, attr: Callable[..., Any], in_sp: Sequence[int]) -> None:
-        self.kernel = [int(k) for k in attr("kernel_shape")]
-        nd = len(self.kernel)
-        self.strides = [int(s) for s in (attr("strides", None) or [1] * nd)]
-        self.dilations = [int(d) for d in (attr("dilations", None) or [1] * nd)]
-        span = [(k - 1) * d + 1 for k, d in zip(self.kernel, self.dilations)]
-        auto_pad = attr("auto_pad", "NOTSET")
-        ceil_mode = int(attr("ceil_mode", 0))
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out = [-(-i // s) for i, s in zip(in_sp, self.strides)]
-            # as onnxruntime: the undilated kernel sets SAME padding
-            total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, self.strides, self.kernel, in_sp)]
-            small = [t // 2 for t in total]
-            self.begin = small if auto_pad == "SAME_UPPER" else [t - h for t, h in zip(total, small)]
-            self.end = [t - b for t, b in zip(total, self.begin)]
-        else:
-            pads = [int(p) for p in (attr("pads", None) or [0] * 2 * nd)] if auto_pad != "VALID" else [0] * 2 * nd
-            self.begin, self.end = pads[:nd], pads[nd:]
-            out = []
-            for i in range(nd):
-                room = in_sp[i] + self.begin[i] + self.end[i] - span[i]
-                o = (-(-room // self.strides[i]) if ceil_mode else room // self.strides[i]) + 1
-                if ceil_mode and (o - 1) * self.strides[i] >= in_sp[i] + self.begin[i]:
-                    o -= 1  # the last window must start inside the input or its head padding
-                out.append(max(o, 0))
-        self.out = out
-        self.in_sp = [int(i) for i in in_sp]
-        # tail padding so every window of a ceil-mode output fits
-        self.extra = [max(0, (o - 1) * s + sp - (i + b + e)) for o, s, sp, i, b, e in
-                      zip(out, self.strides, span, self.in_sp, self.begin, self.end)]
+        g = window_geometry(in_sp, attr("kernel_shape"), attr("strides", None), attr("dilations", None),
+                            attr("auto_pad", "NOTSET"), attr("pads", None), bool(int(attr("ceil_mode", 0))),
+                            same_dilated=False)
+        self.geometry = g
+        self.kernel, self.strides, self.dilations = list(g.kernel), list(g.strides), list(g.dilations)
+        self.begin, self.end, self.out, self.extra = list(g.begin), list(g.end), list(g.out), list(g.extra)
+        self.in_sp = list(g.in_spatial)
 
     def padded(self, xp: Any, x: Any, value: Any) -> Any:
         """``x`` padded with ``value`` at the head, and at the tail including the ceil-mode extra."""
@@ -60,13 +39,7 @@ class PoolGeometry:
 
     def counts(self, include_pad: bool) -> np.ndarray:
         """Per output position, how many taps fall in the input (or in its explicit pads)."""
-        total = np.ones((), dtype=np.int64)
-        for i in range(len(self.kernel)):
-            pos = (np.arange(self.out[i])[:, None] * self.strides[i]
-                   + np.arange(self.kernel[i])[None, :] * self.dilations[i] - self.begin[i])
-            lo, hi = (-self.begin[i], self.in_sp[i] + self.end[i]) if include_pad else (0, self.in_sp[i])
-            total = total[..., None] * ((pos >= lo) & (pos < hi)).sum(axis=1)
-        return total
+        return self.geometry.tap_counts(include_pad)
 
 
 def separable(xp: Any, padded: Any, g: PoolGeometry, combine: Callable[..., Any]) -> Any:
