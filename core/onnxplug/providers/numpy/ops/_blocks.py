@@ -2,8 +2,7 @@
 
 A kernel made of many numpy passes (erf's rational function, GELU, layer norm) streams every
 temporary through memory once per pass when the tensor is larger than the L2 cache. Applied to
-blocks of about ``BLOCK_ELEMENTS`` values, the same passes stay in cache: measured on this machine,
-erf of a 128x1024 float32 tensor took 2.1 ms whole and 0.8 ms in blocks of 32 rows.
+blocks of about ``BLOCK_ELEMENTS`` values, the same passes stay in cache.
 """
 
 from __future__ import annotations

@@ -228,11 +228,9 @@ class Prepared:
 # --- fast paths ---------------------------------------------------------------------------------
 # The default-activation loops run one direction at a time: a direction's R (256 KiB for an LSTM of
 # hidden size 128) stays in the L2 cache through its whole sequence, while both directions' together
-# overflow it (measured: the two products of a batch-1 step 15 us stacked, 9 us one direction after
-# the other). Values are gate-major, (G*H, B): every gate is a contiguous block, so each elementwise
-# call takes numpy's contiguous fast path (a strided operand costs ~0.5 us more per call), and R h
-# with M = G*H rows beat h R^T at batch 8 (~20%, on an earlier test machine); on the later Xeon
-# the LSTM's batches of 4 to 12 run gate-blocked instead (see ``blocked_steps``). Sigmoids are
+# overflow it. Values are gate-major, (G*H, B): every gate is a contiguous block, so each elementwise
+# call takes numpy's contiguous fast path, and a step's product is R h with M = G*H rows; the
+# LSTM's batches of 4 to 12 run gate-blocked instead (see ``blocked_steps``). Sigmoids are
 # 1 / (1 + exp(-x)) with the minus folded into the weights: exp costs half of tanh per value.
 
 #: LSTM batches of this many rows, and fewer than BLOCKED_MAX_MACS multiply-adds per gate product, run
@@ -244,11 +242,8 @@ BLOCKED_MAX_MACS = 1 << 20
 def blocked_steps(batch: int, hidden: int) -> bool:
     """Whether an LSTM fast path runs gate-blocked: values (G, B, H), each gate a contiguous (B, H)
     block, and a step's product one batched matmul h (B, H) @ R_g^T (G, H, H), whose small products
-    OpenBLAS runs without packing R. Gate-major, R h packs R every step (512 x 128 by 128 x 8: 16 us,
-    against 7 for the four gate products). Measured per direction, 32 steps, hidden 128 (docs/
-    benchmarks.md): batch 4 359 against 392 us, 8 461 against 655, 12 798 against 945; batch 2, 16
-    and above or B x H x H past 2^20 slower blocked. The bilstm at batch 8: 0.81 of the time
-    (paired in the model)."""
+    OpenBLAS runs without packing R; gate-major, R h packs R every step. Batches of 2, of 16 and
+    above, or B x H x H past 2^20 run slower blocked (docs/benchmarks.md)."""
     return BLOCKED_MIN_BATCH <= batch <= BLOCKED_MAX_BATCH and batch * hidden * hidden < BLOCKED_MAX_MACS
 
 
@@ -270,9 +265,7 @@ def fast_feed(kernel: RecurrentKernel, x: np.ndarray, w: np.ndarray, b: np.ndarr
 
     Gate blocks come in ``order`` (ONNX gate indices), columns times ``scale``; the foldable biases
     ride on a column of ones. Both directions come out of one product, ``[x, 1] @ [W_0 | W_1]``,
-    and x is copied once; a reverse direction gets a reversed view. (The bilstm's second layer at
-    batch 8: 2.34 ms against 2.48 ms for a reversed copy of x and two batched products, medians of
-    15 interleaved blocks.)
+    and x is copied once; a reverse direction gets a reversed view.
     """
     if kernel.layout == 1:
         x = x.transpose(1, 0, 2)
@@ -341,8 +334,8 @@ def recurrent_weights(kernel: RecurrentKernel, r: np.ndarray, scale: np.ndarray,
 def step_products(weights: np.ndarray, states: np.ndarray, out: np.ndarray) -> list[tuple]:
     """Per step, (bound ndarray.dot, operand, output) computing R h_t into ``out`` (G*H, B) from
     ``states[t]`` (H, B): with one batch row as h^T R^T into out^T (the same memory; a row vector
-    times R^T measured ~10% faster than R times a column). ndarray.dot makes the same BLAS call as
-    np.matmul with ~0.8 us less dispatch. Gate-blocked ``weights`` (G, H, H) (see ``blocked_steps``)
+    times R^T is faster than R times a column). ndarray.dot makes the same BLAS call as
+    np.matmul with less dispatch. Gate-blocked ``weights`` (G, H, H) (see ``blocked_steps``)
     take h_t (B, H) into ``out`` (G*B, H) as one batched np.matmul."""
     if weights.ndim == 3:
         blocks = out.reshape(weights.shape[0], -1, out.shape[1])

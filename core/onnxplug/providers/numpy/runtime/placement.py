@@ -1,10 +1,10 @@
 """Keep the numpy provider's helper threads off the CPU of the thread that hands them work.
 
 A product or a set of work units shared with helper threads gains only if the helpers run on other
-CPUs than the caller. Linux normally spreads them, but after an idle spell the scheduler of the
-test VMs (docs/benchmarks.md) woke the helper on the caller's CPU in two calls of three, so the
-first runs after a pause ran on one CPU. So before each hand-off the provider asks which CPU the
-calling thread is on (``sched_getcpu``, ~0.3 us) and, when that changed since the last hand-off,
+CPUs than the caller. Linux normally spreads them, but after an idle spell a virtual machine's
+scheduler often wakes the helper on the caller's CPU (docs/benchmarks.md), so the first runs after
+a pause run on one CPU. So before each hand-off the provider asks which CPU the calling thread is
+on (``sched_getcpu``, a cheap call) and, when that changed since the last hand-off,
 restricts its helpers to the process's other CPUs. The calling thread itself is never pinned.
 
 Linux (glibc) only; elsewhere, or with ``ONNXPLUG_NUMPY_PLACE_HELPERS=0``, nothing is pinned.

@@ -1,24 +1,14 @@
 """A private OpenBLAS for the numpy provider's large single products, with threads of its own.
 
-numpy's OpenBLAS stays pinned to one thread (see ``blas``): the work units the provider shares over
-its own threads call it, and its results must not depend on which thread runs a unit. A product
-that runs alone on the calling thread is better served by a BLAS pool, whose workers spin for a
-moment between calls and so take a product's share in microseconds, where a sleeping Python worker
-takes 50-120 us to wake (docs/benchmarks.md). numpy's pool cannot be that pool: its size is
-process-wide, so the units would get it too. So the provider loads a second, separate OpenBLAS,
-the one numpy and SciPy build against (the ``scipy-openblas32`` wheel, symbols prefixed
-``scipy_``), and calls its ``cblas_?gemm`` through ctypes, which releases the GIL.
-
-Its thread count is the provider's (``intra_op_num_threads``), for the whole process like the
-product threads. OpenBLAS cuts a product by rows and columns, never by the inner dimension, for a
-given count: results do not depend on the calling thread or on concurrent calls (``tests/test_threads.py``).
-Its workers spin for about 2^21 cycles (~1 ms) after a product instead of OpenBLAS's default ~0.1 s:
-a worker that spins keeps a CPU the provider's own threads need next (ResNet-18 at batch 1 took
-1.23x as long with the default). Like those threads, the workers are kept off the calling
-thread's CPU (``placement``).
-
-``ONNXPLUG_NUMPY_THREADED_BLAS=0`` turns it off: large products then go to the provider's own
-threads, split into blocks (``blas.matmul``).
+numpy's OpenBLAS stays pinned to one thread (see ``blas``). A product that runs alone on the calling
+thread is better served by a BLAS pool whose workers spin briefly between calls, where a sleeping
+Python worker is slow to wake; numpy's pool cannot be that pool, as its size is process-wide. So
+the provider loads a second OpenBLAS (``scipy-openblas32``, symbols prefixed ``scipy_``) and calls
+its ``cblas_?gemm`` through ctypes, which releases the GIL, on ``intra_op_num_threads`` threads.
+OpenBLAS cuts a product by rows and columns only, so results do not depend on the calling thread or
+on concurrent calls. Its workers spin about 2^21 cycles after a product, far less than OpenBLAS's
+default, and stay off the calling thread's CPU (``placement``), so they leave the provider's own
+threads their CPUs. ``ONNXPLUG_NUMPY_THREADED_BLAS=0`` turns it off (products split in ``blas``).
 """
 
 from __future__ import annotations
@@ -143,7 +133,7 @@ class ThreadedBlas:
                       layout_b: tuple[int, int], one, beta) -> np.ndarray | None:
         """``a @ b`` with one row in ``a`` or one column in ``b`` as a matrix-vector product: gemm
         packs its operands for tiles of many rows and columns, so with a single one it runs at
-        half gemv's speed (1 x 1280 @ 1280 x 1000 on two threads: 294 against 77 us)."""
+        half gemv's speed."""
         item = a.dtype.itemsize
         m, k = a.shape
         n = b.shape[1]
@@ -173,7 +163,7 @@ def _layout(x: np.ndarray, item: int) -> tuple[int | None, int]:
     (None, 0) when neither axis has unit stride (or a stride is negative or not whole items)."""
     rows, cols = x.shape
     s0, s1 = x.strides
-    if not x.flags.aligned:  # the start (and the strides) whole items; ctypes.data costs ~1 us
+    if not x.flags.aligned:  # the start (and the strides) whole items; ctypes.data is costly
         return None, 0
     if s1 == item or cols == 1:
         ld = s0 // item if rows > 1 else cols

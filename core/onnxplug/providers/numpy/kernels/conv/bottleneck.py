@@ -2,22 +2,13 @@
 (com.onnxplug.nhwc InvertedBottleneck; providers/numpy/passes/inverted_bottleneck_fusion.py).
 
 The block widens its input six times with a 1x1 convolution, filters the wide tensor with a 3x3
-depthwise one and narrows it again with a 1x1 projection. Run as three kernels, the wide tensor
-(4.8 MB an image for MobileNetV2's first block) goes through memory several times: written with
-its activation, copied into the depthwise layer's padded scratch, read from there; at batch 8 two
-cores compete for that bandwidth. Here each unit (an image's band
-of output rows) expands just the input rows its band reads straight into the depthwise layer's
-padded, column-phased scratch, filters them (``np.einsum`` over shifted runs, as
-``depthwise_nhwc``) and projects the result into the output: each band of the wide tensor is used
-right after it is made, instead of the whole tensor going through memory.
-
-Measured in MobileNetV2 (Intel Xeon, 2 vCPUs), against the same blocks as three kernels (this op
-with ``MIN_FUSED_OUTPUTS`` raised), rotating blocks of 3 runs with onnxruntime and 0.3 s pauses:
-the whole model 0.952 at batch 1 (quartiles 0.910-0.990, 30 rounds) and 0.958 at batch 8
-(0.928-0.988, 12 rounds), with 1 MB bands; per block at batch 8 (profile) the 28 x 28 and 14 x 14
-ones took 0.72-0.89 of the three kernels' time, the two largest 0.90-1.00. Blocks with smaller
-outputs gained nothing in a standalone sweep (their tensors fit the cache anyway) and lose their
-threaded products, so they run as the three kernels one after another (``MIN_FUSED_OUTPUTS``).
+depthwise one and narrows it again with a 1x1 projection. Run as three kernels, the wide tensor goes
+through memory several times, with two cores competing for the bandwidth at batch 8. Here each unit
+(an image's band of output rows) expands just the input rows its band reads straight into the
+depthwise layer's padded, column-phased scratch, filters them (``np.einsum`` over shifted runs, as
+``depthwise_nhwc``) and projects the result into the output, so each band of the wide tensor is used
+right after it is made. Blocks with small outputs fit the cache anyway and would lose their threaded
+products, so they run as the three kernels (``MIN_FUSED_OUTPUTS``).
 """
 
 from __future__ import annotations
@@ -34,21 +25,14 @@ from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
 from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_conv import ResidualActivation
 
 #: Bytes of the expanded rows of one unit (a band of an image's output rows). Each band expands
-#: one or two rows more than it filters and makes ~25 numpy calls, so small bands cost: MobileNetV2
-#: paired at batch 8 / 1, 1 MB against 512 KB bands 0.820 / 0.937, 2 MB against 1 MB 0.95 / 0.99,
-#: 4 MB against 2 MB 0.98 / 0.98 (within the noise: quartiles 0.90-1.05 and 0.91-1.10).
+#: one or two rows more than it filters and makes ~25 numpy calls, so small bands cost.
 BAND_BYTES = 2 << 20
 #: A single image large enough to share (``parallel_for``) goes in one band per product thread,
-#: whatever BAND_BYTES says: alone, MobileNetV2's 56 x 56 24 -> 144 block took 1.20-1.24 ms in two
-#: bands against 1.72-1.77 in one (and 1.40-1.45 in three or four), its stride-2 112 x 112 16 -> 96
-#: one 1.46 against 1.77 in three; in the model at batch 1, paired: 0.956.
+#: whatever BAND_BYTES says.
 BAND_PER_THREAD = True
 #: Most images a unit takes when a batch's images are small enough to expand whole within
 #: BAND_BYTES: every numpy call then covers them all, so the two product threads make fewer,
-#: longer calls and wait less for the GIL. MobileNetV2 at batch 8, per block alone (two threads,
-#: 1 / 2 / 4 images a unit): 28 x 28 x 192 2943 / 2726 / 3242 us (4 exceed the cache), stride-2
-#: 28 x 28 x 192 2192 / 1667 / 1871, 14 x 14 x 384 1887 / 1787 / 1696, 14 x 14 x 576 2967 / 2962 /
-#: 2835. 1 gives a unit per image.
+#: longer calls and wait less for the GIL. 1 gives a unit per image.
 IMAGES_PER_UNIT = 4
 #: Output positions per image below which the block runs as its three kernels.
 MIN_FUSED_OUTPUTS = 196
@@ -67,7 +51,7 @@ class BottleneckWeights:
         self._rows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     def bias_row(self, bias: np.ndarray, width: int) -> np.ndarray:
-        """``bias`` tiled ``width`` times (a full operand: adding a broadcast one is ~2x slower)."""
+        """``bias`` tiled ``width`` times (a full operand: adding a broadcast one is slower)."""
         kept = self._rows.get((id(bias), width))
         if kept is None or kept[0] is not bias:  # the id of a collected array may come back
             kept = self._rows[(id(bias), width)] = (bias, np.tile(bias, width))

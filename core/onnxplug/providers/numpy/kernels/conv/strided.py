@@ -1,8 +1,8 @@
 """Strided views for the kernels' hot loops, made with numpy's array constructor.
 
 ``numpy.lib.stride_tricks.as_strided`` builds its view through a Python-level ``DummyArray`` and
-``__array_interface__``: 3.6 us a call here, where ``np.ndarray(shape, dtype, buffer=base, ...)``
-takes 0.9 us. The constructor needs a C-contiguous base, and refuses a view that would leave it
+``__array_interface__``, several times the cost of ``np.ndarray(shape, dtype, buffer=base, ...)``.
+The constructor needs a C-contiguous base, and refuses a view that would leave it
 (``as_strided`` does not check); other bases still go through ``as_strided``.
 """
 

@@ -26,7 +26,7 @@ class Gemm(NumpyKernel):
         if (a.ndim == 2 and b.ndim == 2 and a.size * b.shape[1] < self._small_macs and a.dtype is b.dtype
                 and a.dtype in _BLAS_FLOATS):
             # a small product (a Loop body's or a recurrent cell's, run thousands of times), which
-            # blas.matmul would not thread either (its checks cost ~0.4 us a call)
+            # blas.matmul would not thread either (its checks cost more than such a product)
             y = a.dot(b)
             if c is not None:
                 y += c

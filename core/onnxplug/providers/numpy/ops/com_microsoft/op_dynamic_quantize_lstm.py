@@ -2,17 +2,13 @@
 onnxruntime's quantization tool writes it.
 
 W [D, input, 4H] and R [D, H, 4H] (transposed against LSTM's), gates (i, o, f, c), with scales and
-zero points per direction or per direction and column. Each product quantizes its float operand
-on the fly as DynamicQuantizeLinear does, as onnxruntime's CPU kernel does: all of X at once per
-direction, once per step the h of the rows that ran the step before; the integer product is
-exact (float64 BLAS) and scaled to float32. LSTM's attributes (activations, clip, input_forget,
-direction), peepholes, sequence_lens and initial states apply as in LSTM.
-
-onnxruntime splits the batch over its thread pool, ceil(batch / threads) rows each, and quantizes
-h over each block's rows on its own, so its results follow its thread count; so do these, with the
-provider's product threads (``intra_op_num_threads``; 0: one per usable CPU, where onnxruntime's
-default is one per physical core). Known difference: in a reverse direction where no sequence runs
-every step onnxruntime quantizes over other ranges (results differ by quantization steps)."""
+zero points per direction or per direction and column. Each product quantizes its float operand on
+the fly as onnxruntime's CPU kernel does (all of X at once per direction, each step's h over the
+rows of each thread's block: ceil(batch / threads) rows, so results follow the thread count, here
+``intra_op_num_threads``); the integer product is exact (float64 BLAS) and scaled to float32. LSTM's
+attributes, peepholes, sequence_lens and initial states apply as in LSTM. Known difference: in a
+reverse direction where no sequence runs every step onnxruntime quantizes over other ranges.
+"""
 
 import numpy as np
 

@@ -1,16 +1,15 @@
 """com.microsoft GroupQueryAttention: causal attention with num_heads query heads sharing
 kv_num_heads key/value heads, a KV cache and per-row lengths, as onnxruntime's CPU kernel runs it.
 
-query [B, S, N * H] (with key and value [B, S, Nkv * H]) or Q, K, V packed along the last axis.
-seqlens_k [B] is each row's total length - 1; total_sequence_length the longest. A first prompt
-(S equal to total_sequence_length) has no past; otherwise row b's past is its first
-seqlens_k[b] + 1 - S cached positions. present_key / present_value [B, Nkv, T, H] hold the past
-then the new keys, zeros after (T: the past buffer's length if larger than total_sequence_length).
-Query s of row b attends to keys [0, past + s] (the last local_window_size of them with a
-window), scores scaled (scale, else 1/sqrt(H)), softcapped, softmax (smooth_softmax: with an extra
-zero logit). do_rotary rotates Q and K at their positions (cos_cache, sin_cache). position_ids,
-attention_bias, head_sink and the qk output are refused; a prompt's padded rows (past their
-length) have no defined output in onnxruntime and get the causal one here."""
+query [B, S, N * H] (key, value [B, S, Nkv * H]) or Q, K, V packed along the last axis. seqlens_k
+[B] is each row's total length - 1; a first prompt (S equal to total_sequence_length) has no past,
+otherwise row b's past is its first seqlens_k[b] + 1 - S cached positions. present_key /
+present_value [B, Nkv, T, H] hold the past then the new keys, zeros after. Query s of row b attends
+to keys [0, past + s] (the last local_window_size with a window), scores scaled, softcapped,
+softmax (smooth_softmax: an extra zero logit); do_rotary rotates Q and K at their positions.
+position_ids, attention_bias, head_sink and the qk output are refused; a prompt's padded rows have
+no defined output in onnxruntime and get the causal one here.
+"""
 
 import math
 

@@ -25,7 +25,7 @@ def _shifted_exp(scores: np.ndarray, bias: np.ndarray | None) -> np.ndarray | No
     normalizes row by row).
 
     One shift costs two fast whole-tensor reductions where per-row maxima took a strided reduction
-    and a pass subtracting them (35 + 24 us on 4x128x128 float32); it folds into the bias pass.
+    and a pass subtracting them; it folds into the bias pass.
     """
     shift = scores.max()
     if bias is not None:

@@ -13,12 +13,11 @@ from onnxplug.providers.numpy.registry import op
 
 _APPROXIMATIONS = ("none", "tanh")
 #: Values per block of rows. The float32 erf GELU (``gelu_erf32_into``) works in per-thread scratch
-#: and writes each block into the output; its time per value falls with the block size up to 128K
-#: (1024 x 1024 BiasGelu on two threads: 32K blocks 3.57-3.69 ms, 64K 2.48-2.63, 128K 1.88-2.04,
-#: 256K 2.09-2.12). The other forms allocate their temporaries per block (16K: 320 KiB in all).
+#: and writes each block into the output; its time per value falls with the block size up to 128K.
+#: The other forms allocate their temporaries per block (16K: 320 KiB in all).
 GELU_BLOCK_ELEMENTS = 128 * 1024
 _OTHER_BLOCK_ELEMENTS = 16 * 1024
-#: The float32 GELU's cost per value in multiply-adds of a product (~2.5 ns against ~0.05 ns), so
+#: The float32 GELU's cost per value in multiply-adds of a product, so
 #: that its blocks go to the product threads when they would make a product worth splitting.
 GELU_MACS_PER_VALUE = 48
 

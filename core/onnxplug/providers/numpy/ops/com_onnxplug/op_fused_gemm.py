@@ -25,7 +25,7 @@ class FusedGemm(Gemm):
         self._activate = in_place_activation(*self.activation)
 
     def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
-        y = Gemm.compute(self, a, b, c)  # not super(): ~0.08 us less a call in a Loop body
+        y = Gemm.compute(self, a, b, c)  # not super(): less per call in a Loop body
         return self._activate(y) if y.flags.writeable else apply_activation(y, *self.activation)
 
     @classmethod
