@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
+from onnxplug.cancellation import check_terminate  # noqa: F401  (for providers' long loops, via onnxplug_sdk)
 from onnxplug.errors import DuplicateKernelError
 
 if TYPE_CHECKING:

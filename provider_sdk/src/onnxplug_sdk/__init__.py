@@ -20,7 +20,7 @@ from onnxplug import errors, geometry, mlas  # noqa: E402  (after the version ch
 from onnxplug.device import CPU, Allocator, DataTransfer, Device, HardwareDevice, host_cpu  # noqa: E402
 from onnxplug.hookspecs import hookimpl  # noqa: E402
 from onnxplug.ir import Graph, Node, ValueType, elem_type_of, numpy_dtype  # noqa: E402
-from onnxplug.kernel import Kernel, KernelContext, KernelRegistry  # noqa: E402
+from onnxplug.kernel import Kernel, KernelContext, KernelRegistry, check_terminate  # noqa: E402
 from onnxplug.provider import (  # noqa: E402
     CORE_API_VERSION,
     Availability,
@@ -59,8 +59,8 @@ __all__ = [
     "CORE_API_VERSION", "CPU", "DECLINE_KINDS", "Allocator", "Availability", "Capability", "DataTransfer",
     "Decline", "Device",
     "ExecutionProvider", "FusedSubgraph", "Graph", "GraphView", "HardwareDevice", "Kernel", "KernelContext",
-    "KernelRegistry", "Node", "ValueType", "elem_type_of", "errors", "geometry", "hookimpl", "host_cpu", "mlas",
-    "numpy_dtype",
+    "KernelRegistry", "Node", "ValueType", "check_terminate", "elem_type_of", "errors", "geometry", "hookimpl",
+    "host_cpu", "mlas", "numpy_dtype",
     # the SDK's own
     "FUSABLE_ELEMENTWISE", "SUPPORTED_CORE_API", "CompilingProvider", "DeviceArray", "DeviceMemory",
     "DeviceMemoryError", "IncompatibleCoreError", "KernelRegistryProvider", "NullDevice", "ShapeError",

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from numba.core.errors import NumbaError
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import GraphView, KernelContext, Node, check_terminate, errors
 
 from onnxplug_numba.fusion import cache, loop_codegen
 from onnxplug_numba.kernels import native_parallel
@@ -29,6 +29,9 @@ from onnxplug_numba.provider import NumbaProvider
 
 #: A trip count for a Loop without one (it stops on its condition).
 NO_LIMIT = np.iinfo(np.int64).max
+
+#: Iterations of one compiled call when a long loop runs in pieces (RunOptions.terminate checked between)
+CHUNK = 1 << 16
 
 _UNSUPPORTED = object()
 
@@ -70,6 +73,8 @@ class Loop(NumbaKernel):
         self.constant_names = list(constants)
         self.constant_values = list(constants.values())
         self.use_condition = bool(node.inputs[1])
+        #: a long loop may run in pieces: the body reads no iteration number and passes its condition through
+        self.chunkable = _reads_no_iteration(body) and (not self.use_condition or _passes_condition(body))
         self._compiled: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
@@ -90,7 +95,12 @@ class Loop(NumbaKernel):
         run, source = compiled
         args = [v[()] if v.ndim == 0 else v for v in values]
         try:
-            result = run(trips, True, *args)
+            if trips > CHUNK and self.chunkable:
+                result = self._run_chunks(run, trips, args)
+            else:
+                result = run(trips, True, *args)
+        except errors.RunTerminatedError:
+            raise
         except NumbaError:  # numba could not type it: never again for these ranks and dtypes
             self._compiled[key] = _UNSUPPORTED
             return self.run_generic(max_trips, cond, carried, scope)
@@ -108,6 +118,21 @@ class Loop(NumbaKernel):
             outputs.append(value)
         outputs += [buffer[:done] for buffer in result[1 + self.n_carried:]]
         return tuple(outputs)
+
+    def _run_chunks(self, run: Any, trips: int, args: list) -> tuple:
+        """``run(trips, True, *args)`` as calls of ``CHUNK`` iterations, each starting from the
+        carried values the last left, with RunOptions.terminate checked between them."""
+        n = self.n_carried
+        done, pieces = 0, []
+        while done < trips:
+            check_terminate(" in a Loop body")
+            result = run(min(CHUNK, trips - done), True, *args)
+            count = int(result[0])
+            args[:n] = result[1:1 + n]
+            pieces.append([b[:count] for b in result[1 + n:]])
+            done += count
+        scans = [np.concatenate([p[k] for p in pieces]) for k in range(len(pieces[0]))] if pieces else []
+        return (done, *args[:n], *scans)
 
     def run_generic(self, max_trips: Any, cond: Any, carried: tuple, scope: Any) -> tuple:
         """The loop run node by node: the body's plan called once per iteration."""
@@ -155,3 +180,19 @@ class Loop(NumbaKernel):
                 found = (cache.module_for(source.text).run, source)
             self._compiled[key] = found
             return found
+
+
+def _reads_no_iteration(body: Any) -> bool:
+    name = body.inputs[0].name
+    return not any(name in n.inputs for n in body.nodes) and all(vi.name != name for vi in body.outputs)
+
+
+def _passes_condition(body: Any) -> bool:
+    """The body's condition output is its condition input, directly or through Identity nodes."""
+    cond_in, cond_out = body.inputs[1].name, body.outputs[0].name
+    while cond_out != cond_in:
+        producer = next((n for n in body.nodes if cond_out in n.outputs), None)
+        if producer is None or producer.op_type != "Identity":
+            return False
+        cond_out = producer.inputs[0]
+    return True
