@@ -1,4 +1,5 @@
-"""RunOptions.terminate set from another thread stops a run promptly, inside Loop bodies too."""
+"""RunOptions.terminate set from another thread stops a run promptly, inside Loop and Scan bodies
+too, and IOBinding runs; the session then runs again and matches onnxruntime."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import numpy as np
 import onnx
 import onnxplug as ort
+import onnxruntime
 import pytest
 from onnx import TensorProto, helper
 from onnxplug.errors import RunTerminatedError
@@ -81,3 +83,120 @@ def test_terminate_on_one_run_leaves_a_concurrent_run_alone():
     ro_other.terminate = True
     threads[1].join(10)
     assert results.get("other") == "terminated"
+
+
+def _provider(name: str) -> str:
+    if name == "numba":
+        pytest.importorskip("onnxplug_numba")
+    elif name == "opencl":
+        pytest.importorskip("onnxplug_opencl")
+    return name
+
+
+def _loop_with_trip_input() -> bytes:
+    """y = x + trip, the trip count fed: one session runs an endless loop and then a short one."""
+    f = TensorProto.FLOAT
+    g = helper.make_graph([helper.make_node("Loop", ["trip", "cond", "x"], ["y"], body=add_one_loop_body())], "g",
+                          [helper.make_tensor_value_info("trip", TensorProto.INT64, []),
+                           helper.make_tensor_value_info("x", f, [4])],
+                          [helper.make_tensor_value_info("y", f, [4])],
+                          initializer=[onnx.numpy_helper.from_array(np.array(True), "cond")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _scan_model() -> bytes:
+    """A running sum over the sequence axis (Scan, one state, one scan output)."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])], "body",
+        [helper.make_tensor_value_info("s", f, [2]), helper.make_tensor_value_info("x_t", f, [2])],
+        [helper.make_tensor_value_info("s_out", f, [2]), helper.make_tensor_value_info("y_t", f, [2])])
+    g = helper.make_graph([helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)], "g",
+                          [helper.make_tensor_value_info("s0", f, [2]), helper.make_tensor_value_info("xs", f, ["T", 2])],
+                          [helper.make_tensor_value_info("s", f, [2]), helper.make_tensor_value_info("ys", f, ["T", 2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _oracle(model: bytes, feeds):
+    return onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+@pytest.mark.parametrize("provider", ["numpy", "numba", "opencl"])
+def test_terminate_stops_a_loop_of_10_to_the_12_on_each_provider(provider):
+    model = _loop_with_trip_input()
+    sess = ort.InferenceSession(model, providers=[_provider(provider)])
+    ro = ort.RunOptions()
+    timer = _cancel_after(ro, 0.3)
+    start = time.perf_counter()
+    with pytest.raises(RunTerminatedError):
+        sess.run(None, {"trip": np.array(10**12), "x": np.zeros(4, np.float32)}, ro)
+    timer.join()
+    assert time.perf_counter() - start < 10
+    feeds = {"trip": np.array(7), "x": np.arange(4, dtype=np.float32)}
+    np.testing.assert_array_equal(sess.run(None, feeds, ort.RunOptions())[0], _oracle(model, feeds)[0])
+
+
+@pytest.mark.parametrize("provider", ["numpy", "numba"])
+def test_terminate_stops_a_long_scan(provider):
+    model = _scan_model()
+    sess = ort.InferenceSession(model, providers=[_provider(provider)])
+    ro = ort.RunOptions()
+    xs = np.ones((2_000_000, 2), np.float32)  # tens of seconds of body calls when not stopped
+    timer = _cancel_after(ro, 0.3)
+    start = time.perf_counter()
+    with pytest.raises(RunTerminatedError, match="Scan body"):
+        sess.run(None, {"s0": np.zeros(2, np.float32), "xs": xs}, ro)
+    timer.join()
+    assert time.perf_counter() - start < 10
+    feeds = {"s0": np.array([1, -1], np.float32), "xs": np.arange(10, dtype=np.float32).reshape(5, 2)}
+    for got, expected in zip(sess.run(None, feeds, ort.RunOptions()), _oracle(model, feeds)):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_terminate_stops_an_iobinding_run():
+    model = _loop_with_trip_input()
+    sess = ort.InferenceSession(model, providers=["numpy"])
+    binding = sess.io_binding()
+    binding.bind_cpu_input("trip", np.array(10**12))
+    binding.bind_cpu_input("x", np.zeros(4, np.float32))
+    binding.bind_output("y")
+    ro = ort.RunOptions()
+    timer = _cancel_after(ro, 0.3)
+    start = time.perf_counter()
+    with pytest.raises(RunTerminatedError, match="Loop body"):
+        sess.run_with_iobinding(binding, ro)
+    timer.join()
+    assert time.perf_counter() - start < 10
+    # already set: refused before it starts
+    with pytest.raises(RunTerminatedError):
+        sess.run_with_iobinding(binding, ro)
+    feeds = {"trip": np.array(9), "x": np.arange(4, dtype=np.float32)}
+    binding.bind_cpu_input("trip", feeds["trip"])
+    binding.bind_cpu_input("x", feeds["x"])
+    sess.run_with_iobinding(binding, ort.RunOptions())
+    np.testing.assert_array_equal(binding.copy_outputs_to_cpu()[0], _oracle(model, feeds)[0])
+
+
+@pytest.mark.parametrize("provider", ["numpy", "numba"])
+def test_a_long_loop_run_in_pieces_matches_onnxruntime(provider):
+    """200000 iterations with a scan output: the numba provider runs them in compiled pieces
+    (RunOptions.terminate checked between them); the carried value and every scan value match."""
+    f = TensorProto.FLOAT
+    body = add_one_loop_body()
+    body.output.append(helper.make_tensor_value_info("acc_out", f, [4]))  # also a scan output
+    g = helper.make_graph([helper.make_node("Loop", ["trip", "cond", "x"], ["y", "ys"], body=body)], "g",
+                          [helper.make_tensor_value_info("trip", TensorProto.INT64, []),
+                           helper.make_tensor_value_info("x", f, [4])],
+                          [helper.make_tensor_value_info("y", f, [4]), helper.make_tensor_value_info("ys", f, None)],
+                          initializer=[onnx.numpy_helper.from_array(np.array(True), "cond")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model = m.SerializeToString()
+    feeds = {"trip": np.array(200_000), "x": np.linspace(0, 1, 4, dtype=np.float32)}
+    got = ort.InferenceSession(model, providers=[_provider(provider)]).run(None, feeds, ort.RunOptions())
+    for g_, e in zip(got, _oracle(model, feeds)):
+        np.testing.assert_array_equal(g_, e)
