@@ -18,26 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxplug.mlas import LOGISTIC, TANH
+
 _F32 = np.float32
 
 
-def _coefficients(*values: float) -> tuple[float, ...]:
-    """The constants as MLAS stores them (float32), as Python floats for float64 arithmetic."""
-    return tuple(float(_F32(v)) for v in values)
-
-
-#: (lower, upper) input range, then p's coefficients from the highest power, then q's.
-_LOGISTIC = ((-18.0, 18.0),
-             _coefficients(4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05,
-                           8.51377133304701e-03, 2.48287947061529e-01),
-             _coefficients(6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06,
-                           1.70198817374094e-03, 1.16817656904453e-01, 9.93151921023180e-01))
-_TANH = ((-9.0, 9.0),
-         _coefficients(-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
-                       5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
-                       4.89352455891786e-03),
-         _coefficients(1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
-                       4.89352518554385e-03))
+#: (lower, upper) input range, then p's coefficients from the highest power, then q's (``onnxplug.mlas``).
+_LOGISTIC = ((LOGISTIC.lower, LOGISTIC.upper), LOGISTIC.p, LOGISTIC.q)
+_TANH = ((TANH.lower, TANH.upper), TANH.p, TANH.q)
 
 
 #: Elements per block: the ~30 passes of a block stay in cache.

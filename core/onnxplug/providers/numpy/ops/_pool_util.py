@@ -11,44 +11,24 @@ from typing import Sequence
 
 import numpy as np
 
+from onnxplug.geometry import window_geometry
 from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.kernels.conv.dispatch import pad_spatial
 
 
 class PoolGeometry:
-    """Kernel, strides, dilations, pads and output size of one pooling call."""
+    """Kernel, strides, dilations, pads and output size of one pooling call (``onnxplug.geometry``;
+    under SAME_* the pads come from the undilated kernel, as onnxruntime's pools pad)."""
 
     def __init__(self, attr, in_sp: Sequence[int], ceil_default: int = 0) -> None:
-        self.kernel = [int(k) for k in attr("kernel_shape")]
-        nd = len(self.kernel)
-        self.strides = [int(s) for s in (attr("strides", None) or [1] * nd)]
-        self.dilations = [int(d) for d in (attr("dilations", None) or [1] * nd)]
-        span = [(k - 1) * d + 1 for k, d in zip(self.kernel, self.dilations)]
-        auto_pad = attr("auto_pad", "NOTSET")
-        ceil_mode = int(attr("ceil_mode", ceil_default))
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out = [-(-i // s) for i, s in zip(in_sp, self.strides)]
-            # as onnxruntime and the reference: the undilated kernel sets SAME padding
-            total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, self.strides, self.kernel, in_sp)]
-            small = [t // 2 for t in total]
-            self.begin = small if auto_pad == "SAME_UPPER" else [t - h for t, h in zip(total, small)]
-            self.end = [t - b for t, b in zip(total, self.begin)]
-        else:
-            pads = [int(p) for p in (attr("pads", None) or [0] * 2 * nd)] if auto_pad != "VALID" else [0] * 2 * nd
-            self.begin, self.end = pads[:nd], pads[nd:]
-            out = []
-            for i in range(nd):
-                room = in_sp[i] + self.begin[i] + self.end[i] - span[i]
-                o = (-(-room // self.strides[i]) if ceil_mode else room // self.strides[i]) + 1
-                if ceil_mode and (o - 1) * self.strides[i] >= in_sp[i] + self.begin[i]:
-                    o -= 1  # the last window must start inside the input or its head padding
-                out.append(max(o, 0))
-        self.out = out
+        g = window_geometry(in_sp, attr("kernel_shape"), attr("strides", None), attr("dilations", None),
+                            attr("auto_pad", "NOTSET"), attr("pads", None), bool(int(attr("ceil_mode", ceil_default))),
+                            same_dilated=False)
+        self.geometry = g
+        self.kernel, self.strides, self.dilations = list(g.kernel), list(g.strides), list(g.dilations)
+        self.begin, self.end, self.out, self.extra = list(g.begin), list(g.end), list(g.out), list(g.extra)
         self.in_sp = list(in_sp)
-        # tail padding so every window of the ceil-mode output fits
-        self.extra = [max(0, (o - 1) * s + sp - (i + b + e)) for o, s, sp, i, b, e in
-                      zip(out, self.strides, span, in_sp, self.begin, self.end)]
 
     def padded(self, x: np.ndarray, value) -> np.ndarray:
         """``x`` padded with ``value`` (head pads, tail pads plus the ceil-mode extra)."""
@@ -63,14 +43,7 @@ class PoolGeometry:
 
     def counts(self, include_pad: bool) -> np.ndarray:
         """Per output position, how many taps fall in the input (or its explicit pads)."""
-        total = np.ones((), dtype=np.int64)
-        for i in range(len(self.kernel)):
-            pos = (np.arange(self.out[i])[:, None] * self.strides[i]
-                   + np.arange(self.kernel[i])[None, :] * self.dilations[i] - self.begin[i])
-            lo, hi = (-self.begin[i], self.in_sp[i] + self.end[i]) if include_pad else (0, self.in_sp[i])
-            c = ((pos >= lo) & (pos < hi)).sum(axis=1)
-            total = total[..., None] * c
-        return total
+        return self.geometry.tap_counts(include_pad)
 
 
 def lowest(dtype: np.dtype):
