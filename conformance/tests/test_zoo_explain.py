@@ -10,7 +10,12 @@ import os
 import onnxplug as ort
 import pytest
 from onnxplug_conformance.zoo import manifest, registry
-from onnxplug_conformance.zoo.explain import SPECIFIC_KINDS, Unclaimed, explain_model, main
+from onnxplug_conformance.zoo.explain import (
+    SPECIFIC_KINDS,
+    Unclaimed,
+    explain_model,
+    main,
+)
 
 
 def test_a_reason_of_kind_other_or_with_none_is_vague():

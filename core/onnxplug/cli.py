@@ -115,7 +115,7 @@ def _bench_command(args: argparse.Namespace) -> int:
 
 def _diff_command(args: argparse.Namespace) -> int:
     import onnxplug as ort
-    from onnxplug.intermediates import diff
+    from onnxplug.intermediates import describe, diff
 
     sides = tuple(p.strip() for p in args.providers.split(","))
     if len(sides) != 2 or sides.count("onnxruntime") > 1:
@@ -129,10 +129,7 @@ def _diff_command(args: argparse.Namespace) -> int:
     if found is None:
         print("no divergence")
         return 0
-    print(f"first divergence: value {found.value!r} of node {found.node!r} ({found.op_type})")
-    print(f"  providers: {found.providers[0]} vs {found.providers[1]}")
-    print(f"  max abs error {found.max_abs:.6g}, max rel error {found.max_rel:.6g}")
-    print(f"  input shapes: {found.input_shapes}")
+    print("\n".join(describe(found)))
     return 2
 
 
