@@ -1,17 +1,13 @@
 """float32 logistic and tanh computed the way onnxruntime's MLAS computes them, bit for bit.
 
-MLAS (``logistic.cpp``, ``tanh.cpp`` and their FMA3/AVX-512 kernels) evaluates both as Eigen's
-rational approximation p(x) / q(x) on the input clamped to a range: odd p and even q in x * x,
-each by Horner's rule with one fused multiply-add per step, in float32; the logistic adds 0.5 and
-clamps below at 0 (not above: it can return 1 + 1 ulp, as onnxruntime does). A correctly rounded
-``1 / (1 + exp(-x))`` differs from it by an ulp on about half of all inputs, enough to move a
-DynamicQuantizeLinear step downstream.
-
-A float32 fused multiply-add is done in float64: the product of two float32 values is exact there,
-and the sum is rounded to float64 then to float32. That double rounding could differ from a single
-one in rare ties; against onnxruntime on x86-64 with FMA it is bit-exact on millions of inputs
-(``tests/numpy_provider/test_mlas_math.py``). Platforms whose MLAS kernel has no FMA (plain SSE2)
-round after each multiply and are not matched bit for bit.
+MLAS evaluates both as Eigen's rational approximation p(x) / q(x) on the input clamped to a range
+(odd p and even q in x * x, Horner's rule with one fused multiply-add per step, in float32); the
+logistic adds 0.5 and clamps below at 0 only (it can return 1 + 1 ulp, as onnxruntime does). A
+correctly rounded ``1 / (1 + exp(-x))`` differs by an ulp on about half of all inputs, enough to
+move a DynamicQuantizeLinear step downstream. A float32 fused multiply-add is done in float64 (the
+product is exact there, the sum rounded twice); against onnxruntime on x86-64 with FMA it is
+bit-exact on millions of inputs (``tests/numpy_provider/test_mlas_math.py``). Platforms whose MLAS
+kernel has no FMA (plain SSE2) are not matched bit for bit.
 """
 
 from __future__ import annotations

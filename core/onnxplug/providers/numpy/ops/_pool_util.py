@@ -118,9 +118,9 @@ def _combined(views: Sequence[np.ndarray], combine) -> np.ndarray:
     return res
 
 
-#: A pool's cost per input value and kernel tap, in multiply-adds of a product (0.08-0.12 ns against
-#: ~0.02): large pools go to the product threads in blocks of planes (ResNet-18's max pool at
-#: batch 8: about 3.8 of its 7 ms less; at batch 1 it stays whole, where splitting gained nothing).
+#: A pool's cost per input value and kernel tap, in multiply-adds of a product: large pools go to
+#: the product threads in blocks of planes (ResNet-18's max pool at batch 8; at batch 1 it stays
+#: whole, where splitting gained nothing).
 MACS_PER_TAP = 4
 #: Blocks of planes per product thread (shared out as threads become free).
 BLOCKS_PER_THREAD = 2
@@ -128,9 +128,8 @@ BLOCKS_PER_THREAD = 2
 
 def _reduce_windows(x: np.ndarray, g: PoolGeometry, combine, identity) -> np.ndarray:
     """Windows reduced by ``combine`` with the padding holding ``identity``. Strided pools skip the
-    padded copy (ResNet-18's 3x3/2 max pool of 64 x 112 x 112: 0.76 of the padded time, at batch 1
-    and 8); with a stride of 1 the taps clipped to the input split every row, and padding is faster
-    (a 3x3/1 pool of 32 x 56 x 56: unpadded 1.87x the time).
+    padded copy; with a stride of 1 the taps clipped to the input split every row, and padding is
+    faster.
 
     Large pools reduce blocks of (image, channel) planes on the product threads."""
     nd = len(g.kernel)
