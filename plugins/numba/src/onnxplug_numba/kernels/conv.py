@@ -34,7 +34,9 @@ def _activate(v, act, alpha, beta):  # type: ignore[no-untyped-def]
     return v
 
 
-@njit(inline="always", cache=True)
+# a called function, not inlined: inlined into every conv kernel it multiplied their numba IR,
+# whose parallel passes (copy propagation) grow faster than linearly with it (cold compile time)
+@njit(nogil=True, fastmath={"contract"}, cache=True)
 def _finish_row(row, b, res, has_residual, act, alpha, beta):  # type: ignore[no-untyped-def]
     """row = act(row + b (+ res)) in place; one branch per row, so each loop vectorises."""
     zero = row.dtype.type(0)
@@ -91,7 +93,11 @@ def im2col(x, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, cols):  # type: ig
                 dst[:] = 0
                 continue
             dst[:lo] = 0
-            dst[lo:hi] = x[c, iy, lo * sw + off:(hi - 1) * sw + off + 1:sw]
+            # an element loop, not a slice assignment: that one compiles numba's shape-mismatch
+            # message formatting (seconds of a cold start)
+            src = x[c, iy]
+            for e in range(lo, hi):
+                dst[e] = src[e * sw + off]
             dst[hi:] = 0
 
 

@@ -36,7 +36,7 @@ if AVAILABLE:
             for band in prange(bands):
                 c0, c1 = channels * band // bands, channels * (band + 1) // bands
                 if c1 > c0:
-                    im2col_padded(image, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, 0, oh, ow, cols, c0 * taps)
+                    im2col_padded(image, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, np.int64(0), oh, ow, cols, c0 * taps)
             out = y[i].reshape(m_ch, plane)
             for band in prange(bands):
                 m0 = (m_ch * band // bands) // 8 * 8

@@ -317,7 +317,9 @@ if AVAILABLE:
             cols = np.empty((depth, count), dtype=x.dtype)
             out = y[i].reshape(y.shape[1], plane)
             for g in range(group):
-                _im2col_padded(x[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw, ph, pw, r0, r1 - r0, ow, cols, 0)
+                # np.int64: a literal 0 would compile a second specialisation of im2col_padded
+                _im2col_padded(x[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw, ph, pw, r0, r1 - r0, ow, cols,
+                               np.int64(0))
                 first = g * mg
                 # the product goes straight into y: the group's channels, the band's columns
                 _sgemm(mg, count, depth, wmat[g].ctypes.data, depth, cols.ctypes.data, count,
