@@ -6,6 +6,10 @@ import math
 from typing import Any
 
 import numpy as np
+from onnxplug_sdk.elementwise import BOOL, FLOATS, INTS, NUMERIC, SIGNED, UNSIGNED
+
+__all__ = ["ALL", "BOOL", "C_TYPES", "FLOATS", "INTS", "NUMERIC", "SIGNED", "UNSIGNED", "c_type", "dtype_name",
+           "literal", "math_fn"]
 
 #: numpy dtype name -> CUDA C type of the generated kernels (float16 is computed by upcasting).
 C_TYPES: dict[str, str] = {
@@ -17,12 +21,6 @@ C_TYPES: dict[str, str] = {
     "float32": "float", "float64": "double",
 }
 
-FLOATS = frozenset({"float32", "float64"})
-SIGNED = frozenset({"int8", "int16", "int32", "int64"})
-UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
-INTS = SIGNED | UNSIGNED
-NUMERIC = FLOATS | INTS
-BOOL = frozenset({"bool"})
 ALL = NUMERIC | BOOL
 
 

@@ -3,6 +3,8 @@
 :func:`step_for` turns a node into a :class:`Step` (op, attributes, dtypes), or None for anything
 the generator cannot compute exactly (dtype, attribute, opset); such nodes are not claimed.
 :func:`expression` writes a step's C expression over the C expressions of its arguments.
+Operators, math functions and attribute readers come from the SDK's table shared with the other
+generators (``onnxplug_sdk.elementwise``); ``FUSED_DOMAIN`` is its fused-op domain.
 Everything here is pure: no CuPy, no device.
 """
 
@@ -10,6 +12,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+from onnxplug_sdk.elementwise import (
+    ARITHMETIC,
+    BITWISE,
+    COMPARISONS,
+    FLOAT_FUNCTIONS,
+    FUSED_DOMAIN,
+    GELU_CUBIC,
+    GELU_SQRT_2_OVER_PI,
+    GELU_SQRT_HALF,
+    LOGIC,
+    NOT,
+    c_function,
+    gelu_attrs,
+    mod_attrs,
+    read_attrs,
+    shift_attrs,
+)
 
 from onnxplug_cupy.codegen.dtypes import (
     ALL,
@@ -24,8 +44,6 @@ from onnxplug_cupy.codegen.dtypes import (
     math_fn,
 )
 
-#: The project's domain of fused ops (Gelu, BiasGelu) besides ai.onnx.
-FUSED_DOMAIN = "com.onnxplug"
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ class OpRule:
 
 
 def _f(name: str) -> Expr:
-    return lambda a, at, t: f"{math_fn(name, t)}({a[0]})"
+    return lambda a, at, t: f"{c_function(name, t, suffixed=True)}({a[0]})"
 
 
 def _binary(op: str, dtypes: frozenset[str] = NUMERIC) -> OpRule:
@@ -74,6 +92,10 @@ def _binary(op: str, dtypes: frozenset[str] = NUMERIC) -> OpRule:
 
 def _compare(op: str, dtypes: frozenset[str] = NUMERIC) -> OpRule:
     return OpRule(lambda a, at, t: f"({a[0]} {op} {a[1]})", dtypes, (2, 2), result="bool", raw_args=True)
+
+
+def _logic(op: str) -> OpRule:
+    return OpRule(lambda a, at, t: f"({a[0]} {op} {a[1]})", BOOL, (2, 2), result="bool")
 
 
 def _fold(helper: str) -> Expr:
@@ -85,18 +107,8 @@ def _fold(helper: str) -> Expr:
     return expr
 
 
-def _attrs(**defaults: Any) -> Callable[[Any], dict]:
-    def read(node: Any) -> dict:
-        return {k: node.attr(k, v) for k, v in defaults.items()}
-    return read
-
-
 def _c(value: float, t: str) -> str:
     return literal(value, t)
-
-
-def _mod_attrs(node: Any) -> dict:
-    return {"fmod": int(node.attr("fmod", 0))}
 
 
 def _mod(a: Sequence[str], at: dict, t: str) -> str:
@@ -126,17 +138,11 @@ def _clip(a: Sequence[str], at: dict, t: str) -> str:
     return x
 
 
-def _gelu_attrs(node: Any) -> dict | None:
-    approx = node.attr("approximate", "none")
-    approx = approx.decode() if isinstance(approx, bytes) else approx
-    return {"approximate": approx} if approx in ("none", "tanh") else None
-
-
 def _gelu(x: str, at: dict, t: str) -> str:
     if at["approximate"] == "tanh":
-        inner = f"{_c(0.7978845608028654, t)} * ({x} + {_c(0.044715, t)} * {x} * {x} * {x})"
+        inner = f"{_c(GELU_SQRT_2_OVER_PI, t)} * ({x} + {_c(GELU_CUBIC, t)} * {x} * {x} * {x})"
         return f"({_c(0.5, t)} * {x} * ({_c(1.0, t)} + {math_fn('tanh', t)}({inner})))"
-    return f"({_c(0.5, t)} * {x} * ({_c(1.0, t)} + {math_fn('erf', t)}({x} * {_c(0.7071067811865476, t)})))"
+    return f"({_c(0.5, t)} * {x} * ({_c(1.0, t)} + {math_fn('erf', t)}({x} * {_c(GELU_SQRT_HALF, t)})))"
 
 
 def _softplus(x: str, t: str) -> str:
@@ -154,12 +160,6 @@ def _is_inf(a: Sequence[str], at: dict, t: str) -> str:
     return "(" + " || ".join(checks) + ")" if checks else "false"
 
 
-def _shift_attrs(node: Any) -> dict | None:
-    direction = node.attr("direction", "")
-    direction = direction.decode() if isinstance(direction, bytes) else direction
-    return {"direction": direction} if direction in ("LEFT", "RIGHT") else None
-
-
 def _shift(a: Sequence[str], at: dict, t: str) -> str:
     # shifting by the type's width or more is undefined in C; ONNX (numpy) gives 0
     bits = 8 * {"uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}[t]
@@ -167,19 +167,12 @@ def _shift(a: Sequence[str], at: dict, t: str) -> str:
     return f"(({a[1]}) >= {_c(bits, t)} ? {_c(0, t)} : ({C_TYPES[t]})({a[0]} {op} {a[1]}))"
 
 
-_FLOAT_UNARY = {
-    "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Sin": "sin", "Cos": "cos", "Tan": "tan",
-    "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Tanh": "tanh",
-    "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Floor": "floor", "Ceil": "ceil", "Erf": "erf",
-    # ONNX Round rounds half to even: rint does under the default rounding mode
-    "Round": "rint",
-}
 
 RULES: dict[str, OpRule] = {
-    "Add": _binary("+"), "Sub": _binary("-"), "Mul": _binary("*"),
-    "Div": _binary("/"),  # C integer division truncates toward zero, as ONNX's integer Div
+    # C integer division truncates toward zero, as ONNX's integer Div
+    **{op: _binary(sym) for op, sym in ARITHMETIC.items()},
     "Pow": OpRule(lambda a, at, t: f"{math_fn('pow', t)}({a[0]}, {a[1]})", FLOATS, (2, 2)),
-    "Mod": OpRule(_mod, NUMERIC, (2, 2), attrs=_mod_attrs),
+    "Mod": OpRule(_mod, NUMERIC, (2, 2), attrs=mod_attrs),
     "Max": OpRule(_fold("onnxplug_max"), NUMERIC, (1, 64)),
     "Min": OpRule(_fold("onnxplug_min"), NUMERIC, (1, 64)),
     "Sum": OpRule(lambda a, at, t: "(" + " + ".join(a) + ")", FLOATS, (1, 64)),
@@ -190,48 +183,45 @@ RULES: dict[str, OpRule] = {
     "Sign": OpRule(lambda a, at, t: f"({a[0]} > {_c(0, t)})" if t in UNSIGNED else f"onnxplug_sign({a[0]})",
                    NUMERIC),
     "Identity": OpRule(lambda a, at, t: a[0], ALL),
-    "Equal": _compare("==", ALL), "Less": _compare("<"), "Greater": _compare(">"),
-    "LessOrEqual": _compare("<="), "GreaterOrEqual": _compare(">="),
-    "And": OpRule(lambda a, at, t: f"({a[0]} && {a[1]})", BOOL, (2, 2), result="bool"),
-    "Or": OpRule(lambda a, at, t: f"({a[0]} || {a[1]})", BOOL, (2, 2), result="bool"),
-    "Xor": OpRule(lambda a, at, t: f"({a[0]} != {a[1]})", BOOL, (2, 2), result="bool"),
-    "Not": OpRule(lambda a, at, t: f"(!{a[0]})", BOOL, result="bool"),
-    "BitwiseAnd": _binary("&", INTS), "BitwiseOr": _binary("|", INTS), "BitwiseXor": _binary("^", INTS),
+    **{op: _compare(sym, ALL if op == "Equal" else NUMERIC) for op, sym in COMPARISONS.items()},
+    **{op: _logic(sym["c"]) for op, sym in LOGIC.items()},
+    "Not": OpRule(lambda a, at, t: f"({NOT['c']}{a[0]})", BOOL, result="bool"),
+    **{op: _binary(sym, INTS) for op, sym in BITWISE.items()},
     "BitwiseNot": OpRule(lambda a, at, t: f"(({C_TYPES[t]})~{a[0]})", INTS),
-    "BitShift": OpRule(_shift, UNSIGNED, (2, 2), attrs=_shift_attrs),
+    "BitShift": OpRule(_shift, UNSIGNED, (2, 2), attrs=shift_attrs),
     "IsNaN": OpRule(lambda a, at, t: f"({a[0]} != {a[0]})", FLOATS, result="bool", raw_args=True),
     "IsInf": OpRule(_is_inf, FLOATS, result="bool", raw_args=True,
-                    attrs=_attrs(detect_negative=1, detect_positive=1)),
+                    attrs=read_attrs(detect_negative=1, detect_positive=1)),
     "Where": OpRule(lambda a, at, t: f"({a[0]} ? {a[1]} : {a[2]})", BOOL, (3, 3), result="x1", raw_args=True),
-    **{op: OpRule(_f(fn), FLOATS) for op, fn in _FLOAT_UNARY.items()},
+    **{op: OpRule(_f(fn["c"]), FLOATS) for op, fn in FLOAT_FUNCTIONS.items()},
     "Relu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {_c(0, t)} : {a[0]})", FLOATS | SIGNED),
     "Sigmoid": OpRule(lambda a, at, t: f"({_c(1.0, t)} / ({_c(1.0, t)} + {math_fn('exp', t)}(-{a[0]})))", FLOATS),
     "Softplus": OpRule(lambda a, at, t: _softplus(a[0], t), FLOATS),
     "Softsign": OpRule(lambda a, at, t: f"({a[0]} / ({_c(1.0, t)} + {math_fn('fabs', t)}({a[0]})))", FLOATS),
     "Elu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {_c(at['alpha'], t)} * "
-                                   f"{math_fn('expm1', t)}({a[0]}) : {a[0]})", FLOATS, attrs=_attrs(alpha=1.0)),
+                                   f"{math_fn('expm1', t)}({a[0]}) : {a[0]})", FLOATS, attrs=read_attrs(alpha=1.0)),
     "Selu": OpRule(lambda a, at, t: f"({_c(at['gamma'], t)} * ({a[0]} <= {_c(0, t)} ? {_c(at['alpha'], t)} * "
                                     f"{math_fn('expm1', t)}({a[0]}) : {a[0]}))", FLOATS,
-                   attrs=_attrs(alpha=1.6732632423543772, gamma=1.0507009873554805)),
+                   attrs=read_attrs(alpha=1.6732632423543772, gamma=1.0507009873554805)),
     "Celu": OpRule(lambda a, at, t: f"(onnxplug_max({a[0]}, {_c(0, t)}) + onnxplug_min({_c(0, t)}, "
                                     f"{_c(at['alpha'], t)} * {math_fn('expm1', t)}({a[0]} / {_c(at['alpha'], t)})))",
-                   frozenset({"float32"}), attrs=_attrs(alpha=1.0)),  # ONNX defines Celu for float only
+                   frozenset({"float32"}), attrs=read_attrs(alpha=1.0)),  # ONNX defines Celu for float only
     "LeakyRelu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {_c(at['alpha'], t)} * {a[0]} : {a[0]})",
-                        FLOATS, attrs=_attrs(alpha=0.01)),
+                        FLOATS, attrs=read_attrs(alpha=0.01)),
     "ThresholdedRelu": OpRule(lambda a, at, t: f"({a[0]} > {_c(at['alpha'], t)} ? {a[0]} : {_c(0, t)})",
-                              FLOATS, attrs=_attrs(alpha=1.0)),
+                              FLOATS, attrs=read_attrs(alpha=1.0)),
     "HardSigmoid": OpRule(lambda a, at, t: f"onnxplug_unit_clamp({_c(at['alpha'], t)} * {a[0]} + "
-                                           f"{_c(at['beta'], t)})", FLOATS, attrs=_attrs(alpha=0.2, beta=0.5)),
+                                           f"{_c(at['beta'], t)})", FLOATS, attrs=read_attrs(alpha=0.2, beta=0.5)),
     "HardSwish": OpRule(lambda a, at, t: f"({a[0]} * onnxplug_unit_clamp({a[0]} / {_c(6.0, t)} + {_c(0.5, t)}))",
                         FLOATS),
     "Mish": OpRule(lambda a, at, t: f"({a[0]} * {math_fn('tanh', t)}({_softplus(a[0], t)}))", FLOATS),
     "Swish": OpRule(lambda a, at, t: f"({a[0]} / ({_c(1.0, t)} + {math_fn('exp', t)}(-{_c(at['alpha'], t)} * "
-                                     f"{a[0]})))", FLOATS, attrs=_attrs(alpha=1.0)),
-    "Gelu": OpRule(lambda a, at, t: _gelu(a[0], at, t), FLOATS, attrs=_gelu_attrs),
-    "BiasGelu": OpRule(lambda a, at, t: _gelu(f"({a[0]} + {a[1]})", at, t), FLOATS, (2, 2), attrs=_gelu_attrs),
+                                     f"{a[0]})))", FLOATS, attrs=read_attrs(alpha=1.0)),
+    "Gelu": OpRule(lambda a, at, t: _gelu(a[0], at, t), FLOATS, attrs=gelu_attrs),
+    "BiasGelu": OpRule(lambda a, at, t: _gelu(f"({a[0]} + {a[1]})", at, t), FLOATS, (2, 2), attrs=gelu_attrs),
     "Shrink": OpRule(lambda a, at, t: f"({a[0]} < {_c(-at['lambd'], t)} ? {a[0]} + {_c(at['bias'], t)} : "
                                       f"({a[0]} > {_c(at['lambd'], t)} ? {a[0]} - {_c(at['bias'], t)} : {_c(0, t)}))",
-                     FLOATS, attrs=_attrs(bias=0.0, lambd=0.5)),
+                     FLOATS, attrs=read_attrs(bias=0.0, lambd=0.5)),
     "PRelu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {a[0]} * {a[1]} : {a[0]})", FLOATS, (2, 2)),
     "Clip": OpRule(_clip, FLOATS | SIGNED, (1, 3), attrs=_clip_attrs),
 }

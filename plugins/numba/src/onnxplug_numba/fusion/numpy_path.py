@@ -18,11 +18,11 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+from onnxplug_sdk.elementwise import BOOL, FLOATS, INTS, NUMERIC, SIGNED
 
 from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.ops import BOOL, INTS, NUMERIC, SIGNED, FLOATS
 
 #: Up to this many output elements a single exact op runs through numpy: the ufunc's lead was
 #: measured up to here; far above it the compiled loop may split the work across threads.

@@ -2,6 +2,8 @@
 
 A node is turned into a :class:`Step` (op, attributes, dtypes) by :func:`step_for`, which returns
 None for anything it cannot compute exactly (dtype, attribute, opset); such nodes are not claimed.
+Operators, math functions, dtype classes and attribute readers come from the SDK's table shared
+with the other generators (``onnxplug_sdk.elementwise``).
 """
 
 from __future__ import annotations
@@ -10,13 +12,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
-
-FLOATS = frozenset({"float32", "float64"})
-SIGNED = frozenset({"int8", "int16", "int32", "int64"})
-UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
-INTS = SIGNED | UNSIGNED
-NUMERIC = FLOATS | INTS
-BOOL = frozenset({"bool"})
+from onnxplug_sdk.elementwise import (
+    ARITHMETIC,
+    BOOL,
+    COMPARISONS,
+    FLOAT_FUNCTIONS,
+    FLOATS,
+    FUSED_DOMAIN,
+    LOGIC,
+    NOT,
+    NUMERIC,
+    SIGNED,
+    gelu_attrs,
+    mod_attrs,
+    read_attrs,
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,10 @@ def _compare(op: str, dtypes: frozenset[str] = NUMERIC) -> OpRule:
     return OpRule(lambda a, at, t: f"({a[0]} {op} {a[1]})", dtypes, (2, 2), bool_result=True)
 
 
+def _logic(op: str) -> OpRule:
+    return OpRule(lambda a, at, t: f"({a[0]} {op} {a[1]})", BOOL, (2, 2), bool_result=True)
+
+
 def _fold(fn: str) -> Expr:
     def expr(a: Sequence[str], at: dict, t: str) -> str:
         out = a[0]
@@ -71,12 +85,6 @@ def _fold(fn: str) -> Expr:
             out = f"{fn}({out}, {b})"
         return f"np.{t}({out})"
     return expr
-
-
-def _attrs(**defaults: Any) -> Callable[[Any], dict]:
-    def read(node: Any) -> dict:
-        return {k: node.attr(k, v) for k, v in defaults.items()}
-    return read
 
 
 def _clip_attrs(node: Any) -> dict | None:
@@ -108,16 +116,6 @@ def _is_inf(a: Sequence[str], at: dict, t: str) -> str:
     return "(" + " or ".join(checks) + ")" if checks else "False"
 
 
-def _gelu_attrs(node: Any) -> dict | None:
-    approx = node.attr("approximate", "none")
-    approx = approx.decode() if isinstance(approx, bytes) else approx
-    return {"approximate": approx} if approx in ("none", "tanh") else None
-
-
-def _mod_attrs(node: Any) -> dict:
-    return {"fmod": int(node.attr("fmod", 0))}
-
-
 def _mod(a: Sequence[str], at: dict, t: str) -> str:
     if t in FLOATS:
         fn = "np.fmod" if at["fmod"] else "op_mod_float"
@@ -128,36 +126,27 @@ def _mod(a: Sequence[str], at: dict, t: str) -> str:
 
 RULES: dict[str, OpRule] = {
     # arithmetic
-    "Add": _binary("+"), "Sub": _binary("-"), "Mul": _binary("*"),
+    **{op: _binary(ARITHMETIC[op]) for op in ("Add", "Sub", "Mul")},
     "Div": OpRule(lambda a, at, t: f"np.{t}({a[0]} / {a[1]})" if t in FLOATS else
                   f"np.{t}(op_div_trunc({a[0]}, {a[1]}))", NUMERIC, (2, 2)),
     "Pow": OpRule(lambda a, at, t: f"np.{t}({a[0]} ** {a[1]})", FLOATS, (2, 2)),
     "Max": OpRule(_fold("op_max"), NUMERIC, (1, 64)), "Min": OpRule(_fold("op_min"), NUMERIC, (1, 64)),
     "Sum": OpRule(lambda a, at, t: f"np.{t}({' + '.join(a)})", FLOATS, (1, 64)),
     "Mean": OpRule(lambda a, at, t: f"np.{t}(({' + '.join(a)}) / {len(a)})", FLOATS, (1, 64)),
-    "Mod": OpRule(_mod, NUMERIC, (2, 2), attrs=_mod_attrs),
+    "Mod": OpRule(_mod, NUMERIC, (2, 2), attrs=mod_attrs),
     "Neg": OpRule(lambda a, at, t: f"np.{t}(-{a[0]})", FLOATS | SIGNED),
     "Abs": OpRule(lambda a, at, t: f"np.{t}(abs({a[0]}))", NUMERIC),
     "Reciprocal": OpRule(lambda a, at, t: f"np.{t}({_c(t, 1.0)} / {a[0]})", FLOATS),
     "Identity": OpRule(lambda a, at, t: a[0], NUMERIC | BOOL),
     # comparisons and logic
-    "Equal": _compare("==", NUMERIC | BOOL), "Less": _compare("<"), "Greater": _compare(">"),
-    "LessOrEqual": _compare("<="), "GreaterOrEqual": _compare(">="),
-    "And": OpRule(lambda a, at, t: f"({a[0]} and {a[1]})", BOOL, (2, 2), bool_result=True),
-    "Or": OpRule(lambda a, at, t: f"({a[0]} or {a[1]})", BOOL, (2, 2), bool_result=True),
-    "Xor": OpRule(lambda a, at, t: f"({a[0]} != {a[1]})", BOOL, (2, 2), bool_result=True),
-    "Not": OpRule(lambda a, at, t: f"(not {a[0]})", BOOL, bool_result=True),
+    **{op: _compare(sym, NUMERIC | BOOL if op == "Equal" else NUMERIC) for op, sym in COMPARISONS.items()},
+    **{op: _logic(sym["python"]) for op, sym in LOGIC.items()},
+    "Not": OpRule(lambda a, at, t: f"({NOT['python']}{a[0]})", BOOL, bool_result=True),
     "IsNaN": OpRule(lambda a, at, t: f"({a[0]} != {a[0]})", FLOATS, bool_result=True),
-    "IsInf": OpRule(_is_inf, FLOATS, bool_result=True, attrs=_attrs(detect_negative=1, detect_positive=1)),
+    "IsInf": OpRule(_is_inf, FLOATS, bool_result=True, attrs=read_attrs(detect_negative=1, detect_positive=1)),
     "Where": OpRule(lambda a, at, t: f"({a[1]} if {a[0]} else {a[2]})", NUMERIC | BOOL, (3, 3)),
     # math
-    "Exp": _unary("np.exp", "exp32"), "Log": _unary("np.log"), "Sqrt": _unary("np.sqrt"),
-    "Sin": _unary("np.sin"), "Cos": _unary("np.cos"), "Tan": _unary("np.tan"),
-    "Asin": _unary("np.arcsin"), "Acos": _unary("np.arccos"), "Atan": _unary("np.arctan"),
-    "Sinh": _unary("np.sinh"), "Cosh": _unary("np.cosh"), "Tanh": _unary("np.tanh", "tanh32"),
-    "Asinh": _unary("np.arcsinh"), "Acosh": _unary("np.arccosh"), "Atanh": _unary("np.arctanh"),
-    "Floor": _unary("np.floor"), "Ceil": _unary("np.ceil"), "Erf": _unary("math.erf", "erf32"),
-    "Round": _unary("op_round_even"),
+    **{op: _unary(fn["python"], fn.get("python32", "")) for op, fn in FLOAT_FUNCTIONS.items()},
     "Sign": OpRule(lambda a, at, t: f"np.{t}(op_sign({a[0]}, {_c(t, 0.0)}, {_c(t, 1.0)}))", FLOATS),
     # activations
     "Relu": OpRule(lambda a, at, t: f"op_relu({a[0]}, np.{t}(0))", FLOATS | SIGNED),
@@ -166,36 +155,35 @@ RULES: dict[str, OpRule] = {
     "Softplus": OpRule(lambda a, at, t: f"np.{t}(op_softplus({a[0]}, {_c(t, 1.0)}))", FLOATS),
     "Softsign": OpRule(lambda a, at, t: f"np.{t}({a[0]} / ({_c(t, 1.0)} + abs({a[0]})))", FLOATS),
     "Elu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {_c(t, at['alpha'])} * "
-                                   f"(np.exp({a[0]}) - {_c(t, 1.0)}))", FLOATS, attrs=_attrs(alpha=1.0)),
+                                   f"(np.exp({a[0]}) - {_c(t, 1.0)}))", FLOATS, attrs=read_attrs(alpha=1.0)),
     "Selu": OpRule(lambda a, at, t: f"np.{t}({_c(t, at['gamma'])} * ({a[0]} if {a[0]} > 0 else "
                                     f"{_c(t, at['alpha'])} * (np.exp({a[0]}) - {_c(t, 1.0)})))", FLOATS,
-                   attrs=_attrs(alpha=1.67326319217681884765625, gamma=1.05070102214813232421875)),
+                   attrs=read_attrs(alpha=1.67326319217681884765625, gamma=1.05070102214813232421875)),
     "LeakyRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {_c(t, at['alpha'])} * {a[0]})",
-                        FLOATS, attrs=_attrs(alpha=0.01)),
+                        FLOATS, attrs=read_attrs(alpha=0.01)),
     "ThresholdedRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} > {_c(t, at['alpha'])} else 0)",
-                              FLOATS, attrs=_attrs(alpha=1.0)),
+                              FLOATS, attrs=read_attrs(alpha=1.0)),
     "HardSigmoid": OpRule(lambda a, at, t: f"np.{t}(op_hard_sigmoid({a[0]}, {_c(t, at['alpha'])}, "
                                            f"{_c(t, at['beta'])}, {_c(t, 0.0)}, {_c(t, 1.0)}))",
-                          FLOATS, attrs=_attrs(alpha=0.2, beta=0.5)),
+                          FLOATS, attrs=read_attrs(alpha=0.2, beta=0.5)),
     "HardSwish": OpRule(lambda a, at, t: f"np.{t}({a[0]} * op_hard_sigmoid({a[0]}, {_c(t, 1 / 6)}, "
                                          f"{_c(t, 0.5)}, {_c(t, 0.0)}, {_c(t, 1.0)}))", FLOATS),
     "Celu": OpRule(lambda a, at, t: f"np.{t}(op_max({a[0]}, {_c(t, 0.0)}) + op_min({_c(t, 0.0)}, "
                                     f"{_c(t, at['alpha'])} * (np.exp({a[0]} / {_c(t, at['alpha'])}) - 1)))",
-                   FLOATS, attrs=_attrs(alpha=1.0)),
+                   FLOATS, attrs=read_attrs(alpha=1.0)),
     "Mish": OpRule(lambda a, at, t: f"np.{t}({a[0]} * np.tanh(op_softplus({a[0]}, {_c(t, 1.0)})))", FLOATS),
     "Swish": OpRule(lambda a, at, t: f"np.{t}({a[0]} * op_sigmoid({_c(t, at['alpha'])} * {a[0]}, "
-                                     f"{_c(t, 1.0)}))", FLOATS, attrs=_attrs(alpha=1.0)),
+                                     f"{_c(t, 1.0)}))", FLOATS, attrs=read_attrs(alpha=1.0)),
     "Gelu": OpRule(lambda a, at, t: f"np.{t}(op_gelu{'_tanh' if at['approximate'] == 'tanh' else ''}"
-                                    f"{'32' if t == 'float32' else ''}({a[0]}))", FLOATS, attrs=_gelu_attrs),
+                                    f"{'32' if t == 'float32' else ''}({a[0]}))", FLOATS, attrs=gelu_attrs),
     "Shrink": OpRule(lambda a, at, t: f"np.{t}({a[0]} + {_c(t, at['bias'])} if {a[0]} < {_c(t, -at['lambd'])} "
                                       f"else ({a[0]} - {_c(t, at['bias'])} if {a[0]} > {_c(t, at['lambd'])} "
-                                      f"else 0))", FLOATS, attrs=_attrs(bias=0.0, lambd=0.5)),
+                                      f"else 0))", FLOATS, attrs=read_attrs(bias=0.0, lambd=0.5)),
     "PRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {a[0]} * {a[1]})", FLOATS, (2, 2)),
     "Clip": OpRule(_clip, FLOATS | SIGNED, (1, 3), attrs=_clip_attrs),
 }
 
-#: Fused-op domain of the graph optimizer; Gelu there has the same meaning as ai.onnx Gelu.
-FUSED_DOMAIN = "com.onnxplug"
+#: Gelu in the fused-op domain of the graph optimizer has the same meaning as ai.onnx Gelu.
 _DOMAIN_ALIASES = {("com.microsoft", "Gelu"): "Gelu", (FUSED_DOMAIN, "Gelu"): "Gelu"}
 
 

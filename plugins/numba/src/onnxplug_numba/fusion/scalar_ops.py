@@ -10,11 +10,13 @@ import math
 
 import numpy as np
 from numba import njit
+from onnxplug_sdk.elementwise import GELU_CUBIC, GELU_SQRT_2_OVER_PI, GELU_SQRT_HALF
 
 from onnxplug_numba.kernels.fastmath import erf32, tanh32
 
-_SQRT_HALF = 0.7071067811865476
-_SQRT_2_OVER_PI = 0.7978845608028654
+_SQRT_HALF = GELU_SQRT_HALF
+_SQRT_2_OVER_PI = GELU_SQRT_2_OVER_PI
+_CUBIC = GELU_CUBIC
 
 
 @njit(inline="always", cache=True)
@@ -65,7 +67,7 @@ def op_gelu(a):  # type: ignore[no-untyped-def]
 @njit(inline="always", cache=True)
 def op_gelu_tanh(a):  # type: ignore[no-untyped-def]
     x = float(a)
-    return 0.5 * x * (1.0 + math.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1.0 + math.tanh(_SQRT_2_OVER_PI * (x + _CUBIC * x * x * x)))
 
 
 @njit(inline="always", cache=True)
@@ -132,5 +134,5 @@ def op_gelu32(a):  # type: ignore[no-untyped-def]
 
 @njit(inline="always", cache=True)
 def op_gelu_tanh32(a):  # type: ignore[no-untyped-def]
-    inner = np.float32(_SQRT_2_OVER_PI) * (a + np.float32(0.044715) * a * a * a)
+    inner = np.float32(_SQRT_2_OVER_PI) * (a + np.float32(_CUBIC) * a * a * a)
     return np.float32(0.5) * a * (np.float32(1.0) + tanh32(inner))

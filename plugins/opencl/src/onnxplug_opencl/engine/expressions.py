@@ -2,9 +2,10 @@
 
 ``expression(node, args, in_types, out_type)`` returns the C expression computing one output
 element from the input elements named ``args``, or ``None`` when the op, its attributes or its
-element types are not supported (the node then stays unclaimed). Expressions use only OpenCL
-builtins, so the same text serves float and double, except float32 Sigmoid and Tanh, which call
-the scalar helpers of :mod:`.mlas_math` to give onnxruntime's bits.
+element types are not supported (the node then stays unclaimed). Operators and math functions come
+from the SDK's table shared with the other generators (``onnxplug_sdk.elementwise``). Expressions
+use only OpenCL builtins, so the same text serves float and double, except float32 Sigmoid and
+Tanh, which call the scalar helpers of :mod:`.mlas_math` to give onnxruntime's bits.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from onnxplug_sdk import Node
+from onnxplug_sdk.elementwise import ARITHMETIC, BITWISE, COMPARISONS, FLOAT_FUNCTIONS, LOGIC, NOT
 
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS, INTEGERS, SIGNED, UNSIGNED, c_type
 from onnxplug_opencl.engine.mlas_math import FLOAT32_EXPRESSIONS
@@ -43,11 +45,7 @@ def _float_unary(template: str) -> Callable[[Node, Args, Types, np.dtype], str |
 
 
 _FLOAT_UNARY = {
-    "Sqrt": "sqrt({x})", "Exp": "exp({x})", "Log": "log({x})", "Sin": "sin({x})", "Cos": "cos({x})",
-    "Tan": "tan({x})", "Asin": "asin({x})", "Acos": "acos({x})", "Atan": "atan({x})", "Sinh": "sinh({x})",
-    "Cosh": "cosh({x})", "Asinh": "asinh({x})", "Acosh": "acosh({x})", "Atanh": "atanh({x})",
-    "Tanh": "tanh({x})", "Erf": "erf({x})", "Floor": "floor({x})", "Ceil": "ceil({x})",
-    "Round": "rint({x})",  # ties to even, as ONNX asks
+    **{op: f"{fn['c']}({{x}})" for op, fn in FLOAT_FUNCTIONS.items()},
     "Reciprocal": "(({T})1 / {x})",
     "Sigmoid": "(({T})1 / (({T})1 + exp(-{x})))",
     "Softsign": "({x} / (({T})1 + fabs({x})))",
@@ -81,7 +79,7 @@ def _unary(node: Node, a: Args, t: Types, out: np.dtype) -> str | None:
         return f"({x} > 0 ? {x} : {lit(0)})" if dt in FLOATS or dt in SIGNED else None
     if dt not in FLOATS:
         if op == "Not" and dt == BOOL:
-            return f"(!{x})"
+            return f"({NOT['c']}{x})"
         if op == "BitwiseNot" and dt in INTEGERS:
             return f"(~{x})"
         return None
@@ -127,8 +125,8 @@ def _binary(node: Node, a: Args, t: Types, out: np.dtype) -> str | None:
     op = node.op_type
     x, y = a[0], a[1]
     dt = t[0]
-    if op in ("Add", "Sub", "Mul", "Div") and dt != BOOL and t[1] == dt:
-        return f"({x} {'+-*/'['Add Sub Mul Div'.split().index(op)]} {y})"
+    if op in ARITHMETIC and dt != BOOL and t[1] == dt:
+        return f"({x} {ARITHMETIC[op]} {y})"
     if op == "Pow":
         if dt not in FLOATS and dt not in INTEGERS or t[1] == BOOL:
             return None
@@ -139,13 +137,12 @@ def _binary(node: Node, a: Args, t: Types, out: np.dtype) -> str | None:
         return f"rint({power})" if dt in INTEGERS else power
     if op == "PRelu" and t[1] == dt and (dt in FLOATS or dt in SIGNED):
         return f"({x} < 0 ? {y} * {x} : {x})"
-    if op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual") and t[1] == dt:
-        sym = {"Equal": "==", "Less": "<", "LessOrEqual": "<=", "Greater": ">", "GreaterOrEqual": ">="}[op]
-        return f"({x} {sym} {y})"
-    if op in ("And", "Or", "Xor") and dt == BOOL and t[1] == BOOL:
-        return f"({x} {'&&' if op == 'And' else '||' if op == 'Or' else '!='} {y})"
-    if op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor") and dt in INTEGERS and t[1] == dt:
-        return f"({x} {'&' if op == 'BitwiseAnd' else '|' if op == 'BitwiseOr' else '^'} {y})"
+    if op in COMPARISONS and t[1] == dt:
+        return f"({x} {COMPARISONS[op]} {y})"
+    if op in LOGIC and dt == BOOL and t[1] == BOOL:
+        return f"({x} {LOGIC[op]['c']} {y})"
+    if op in BITWISE and dt in INTEGERS and t[1] == dt:
+        return f"({x} {BITWISE[op]} {y})"
     if op == "BitShift" and dt in UNSIGNED and t[1] == dt:
         return f"({x} {'<<' if node.attr('direction', b'LEFT') in (b'LEFT', 'LEFT') else '>>'} {y})"
     if op == "Mod" and t[1] == dt:
