@@ -106,7 +106,7 @@ def gemm_calls(two_threads, monkeypatch) -> list[tuple]:
 def test_large_single_products_go_to_the_threaded_blas_and_small_ones_do_not(gemm_calls):
     rng = np.random.default_rng(2)
     big_a, big_b = _operands(rng, 128, 256, 256, np.float32)  # 8.4M multiply-adds
-    assert 128 * 256 * 256 >= blas.THREADED_PRODUCT_MACS
+    assert 128 * 256 * 256 >= blas.PRODUCT_THREADS.threaded_product_macs
     np.testing.assert_allclose(blas.matmul(big_a, big_b), big_a @ big_b, rtol=1e-4, atol=1e-3)
     small_a, small_b = _operands(rng, 16, 64, 64, np.float32)
     np.testing.assert_array_equal(blas.matmul(small_a, small_b), small_a @ small_b)
@@ -182,7 +182,7 @@ def test_a_large_matrix_vector_product_goes_to_the_threaded_blas_and_a_small_one
     rng = np.random.default_rng(5)
     weight = rng.standard_normal((1000, 1280)).astype(np.float32)
     x = rng.standard_normal((1, 1280)).astype(np.float32)
-    assert 1280 * 1000 >= blas.THREADED_GEMV_MACS > 64 * 64
+    assert 1280 * 1000 >= blas.PRODUCT_THREADS.threaded_gemv_macs > 64 * 64
     np.testing.assert_allclose(blas.matmul(x, weight.T), x @ weight.T, rtol=1e-4, atol=1e-4)
     small = blas.matmul(x[:, :64], weight[:64, :64].T)
     np.testing.assert_allclose(small, x[:, :64] @ weight[:64, :64].T, rtol=1e-5, atol=1e-5)
@@ -265,7 +265,7 @@ def test_helpers_are_kept_off_the_callers_cpu(two_threads):
     """After a hand-off, the product threads and the threaded BLAS's worker may run anywhere but on
     the CPU the caller was on at that hand-off (the caller itself may have moved since)."""
     for _ in range(2):  # the first hand-off starts (and registers) the worker
-        assert blas.parallel_for(4, lambda i: None, blas.SPLIT_PRODUCT_MACS)
+        assert blas.parallel_for(4, lambda i: None, blas.PRODUCT_THREADS.split_product_macs)
     caller_cpu = placement.PLACEMENT.kept_off
     assert caller_cpu is not None
     workers = [t for t in threading.enumerate() if t.name.startswith("onnxplug-blas")]
@@ -296,7 +296,7 @@ def test_the_caller_is_never_pinned_also_after_the_thread_count_shrinks():
         for threads in (3, 2):
             blas.PRODUCT_THREADS.configure(threads)
             for _ in range(6):  # hand-offs from whichever CPU the caller is on
-                blas.parallel_for(4, lambda i: None, blas.SPLIT_PRODUCT_MACS)
+                blas.parallel_for(4, lambda i: None, blas.PRODUCT_THREADS.split_product_macs)
                 blas.matmul(np.ones((128, 256), np.float32), np.ones((256, 256), np.float32))
         print(os.sched_getaffinity(0) == everywhere,
               os.sched_getaffinity(threading.main_thread().native_id) == everywhere)

@@ -45,11 +45,11 @@ def test_intra_op_num_threads_sizes_product_threads_and_pins_blas(add_relu_model
 
 
 def test_large_product_runs_blocks_on_worker_threads_and_matches_numpy(two_product_threads, monkeypatch):
-    monkeypatch.setattr(blas, "THREADED_PRODUCT_MACS", 10**18)  # the split used without the threaded BLAS
+    monkeypatch.setattr(blas.PRODUCT_THREADS, "threaded_product_macs", 10**18)  # the split used without the threaded BLAS
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 96, 300)).astype(np.float32)
     b = rng.standard_normal((300, 700)).astype(np.float64)  # mixed dtypes promote as numpy does
-    assert 2 * 96 * 300 * 700 >= blas.SPLIT_PRODUCT_MACS
+    assert 2 * 96 * 300 * 700 >= blas.PRODUCT_THREADS.split_product_macs
     got = blas.matmul(a, b)
     np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-12)
     assert got.dtype == np.float64
@@ -75,7 +75,7 @@ def test_shared_units_run_once_each_and_the_caller_takes_what_a_busy_worker_cann
     with the only worker held up the calling thread does them all instead of waiting."""
     ran: list[tuple[int, str]] = []
     assert blas.parallel_for(40, lambda i: ran.append((i, threading.current_thread().name)),
-                             blas.SPLIT_PRODUCT_MACS)
+                             blas.PRODUCT_THREADS.split_product_macs)
     assert sorted(i for i, _ in ran) == list(range(40))
 
     release = threading.Event()
@@ -83,7 +83,7 @@ def test_shared_units_run_once_each_and_the_caller_takes_what_a_busy_worker_cann
     ran.clear()
     try:
         assert blas.parallel_for(6, lambda i: ran.append((i, threading.current_thread().name)),
-                                 blas.SPLIT_PRODUCT_MACS)
+                                 blas.PRODUCT_THREADS.split_product_macs)
         # parallel_for returned while the worker was still blocked: the caller ran every unit
         assert not blocker.done()
         assert sorted(i for i, _ in ran) == list(range(6))
@@ -99,7 +99,7 @@ def test_an_error_in_a_unit_reaches_the_caller(two_product_threads):
             raise ValueError("unit 3 failed")
 
     with pytest.raises(ValueError, match="unit 3 failed"):
-        blas.parallel_for(8, body, blas.SPLIT_PRODUCT_MACS)
+        blas.parallel_for(8, body, blas.PRODUCT_THREADS.split_product_macs)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

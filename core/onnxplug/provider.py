@@ -178,6 +178,11 @@ class ExecutionProvider:
         CPU for ``cpu`` and an NVIDIA GPU for ``cuda``. Called only when the provider is available."""
         return None
 
+    def reported_options(self) -> Mapping[str, Any]:
+        """The options ``get_provider_options()`` lists: by default all of ``options``, defaults
+        filled in. A provider playing an onnxruntime one that reports none may list fewer."""
+        return self.options
+
     def preferred_layout(self, node: Node, graph: Graph) -> str | None:
         """The layout this provider wants ``node`` of ``graph`` in: ``"NHWC"`` (channels-last) asks
         the layout pass to rewrite it to domain ``com.onnxplug.nhwc`` between Transposes, for which

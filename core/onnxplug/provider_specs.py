@@ -143,4 +143,4 @@ def options_report(providers: Sequence[ExecutionProvider]) -> dict[str, dict[str
     """``get_provider_options()`` in onnxruntime's form: provider name -> option -> string, each
     provider's own options with defaults filled in (onnxplug's names, and ``True``/``False`` as
     ``'1'``/``'0'``, as onnxruntime writes its flags)."""
-    return {p.name: {str(k): value_text(v) for k, v in p.options.items()} for p in providers}
+    return {p.name: {str(k): value_text(v) for k, v in p.reported_options().items()} for p in providers}

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS
 from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING
+
+
+@pytest.fixture(autouse=True)
+def default_product_thresholds():
+    """The product thresholds are process-wide (the last numpy provider created sets them): a test
+    whose session set other ones leaves the defaults behind."""
+    yield
+    PRODUCT_THREADS.tune(DEFAULT_TUNING)
 
 
 @pytest.fixture

@@ -64,8 +64,10 @@ def kernels_only() -> onnxplug.SessionOptions:
     return options
 
 
-def run_ours(model: onnx.ModelProto, feeds: Mapping[str, Any], like: Sequence[Any] | None = None) -> list[Any]:
-    """The outputs of onnxplug's numpy provider; fails if the op has no numpy-provider kernel.
+def run_ours(model: onnx.ModelProto, feeds: Mapping[str, Any], like: Sequence[Any] | None = None,
+             provider_options: Mapping[str, Any] | None = None) -> list[Any]:
+    """The outputs of onnxplug's numpy provider (with ``provider_options``); fails if the op has no
+    numpy-provider kernel.
 
     ``like`` (e.g. the oracle's outputs) declares output ranks that shape inference could not find
     (the onnx checker, which the loader runs, wants a shape on every graph output).
@@ -74,7 +76,8 @@ def run_ours(model: onnx.ModelProto, feeds: Mapping[str, Any], like: Sequence[An
     opset = {o.domain: o.version for o in model.opset_import}[""]
     for node in model.graph.node:
         assert REGISTRY.resolve("", node.op_type, opset) is not None, f"no numpy kernel for {node.op_type}"
-    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(),
+                                        providers=[("numpy", dict(provider_options or {}))])
     return session.run(None, dict(feeds))
 
 
@@ -96,11 +99,13 @@ def run_oracle(model: onnx.ModelProto, feeds: Mapping[str, Any], oracle: str = "
 
 
 def assert_matches_oracle(op_type: str, feeds: Mapping[str, Any], oracle: str = "ort", n_outputs: int = 1,
-          rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any) -> list[Any]:
-    """Build the node, run it both ways, assert the same dtypes, shapes and values; return ours."""
+          rtol: float = 1e-5, atol: float = 1e-6, provider_options: Mapping[str, Any] | None = None,
+          **kwargs: Any) -> list[Any]:
+    """Build the node, run it both ways (ours with the numpy ``provider_options``), assert the same
+    dtypes, shapes and values; return ours."""
     model = node_model(op_type, feeds, n_outputs, **kwargs)
     expected = run_oracle(model, feeds, oracle)
-    ours = run_ours(model, feeds, like=expected)
+    ours = run_ours(model, feeds, like=expected, provider_options=provider_options)
     assert len(ours) == len(expected)
     for i, (a, e) in enumerate(zip(ours, expected)):
         assert_same(a, e, rtol, atol, f"{op_type} output {i}")

@@ -43,11 +43,12 @@ def _out_shape(x_shape, w_shape, attrs) -> list:
     return [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim]
 
 
-def _run_both(proto: onnx.ModelProto, feeds, tmp_path) -> tuple[list, list, Counter]:
-    """(ours at the default optimization level, onnxruntime's, op counts of our optimized model)."""
+def _run_both(proto: onnx.ModelProto, feeds, tmp_path, **numpy_options: str) -> tuple[list, list, Counter]:
+    """(ours at the default optimization level with the numpy provider options, onnxruntime's, op
+    counts of our optimized model)."""
     so = ort.SessionOptions()
     so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    ours = ort.InferenceSession(proto.SerializeToString(), so, providers=["numpy"]).run(None, feeds)
+    ours = ort.InferenceSession(proto.SerializeToString(), so, providers=[("numpy", numpy_options)]).run(None, feeds)
     expected = onnxruntime.InferenceSession(proto.SerializeToString(),
                                             providers=["CPUExecutionProvider"]).run(None, feeds)
     saved = onnx.load(so.optimized_model_filepath)
@@ -183,7 +184,6 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
     with scratch poisoned with NaN. Values match onnxruntime."""
     from onnxplug.providers.numpy.runtime import blas
 
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     monkeypatch.setattr(channels_last, "UNIT_PIXELS", 16)
     calls = []
@@ -198,7 +198,8 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
              helper.make_node("Conv", ["p", "wr", "br"], ["r"]),
              helper.make_node("Add", ["r", "p"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
     out = [3, cout, (9 - 1) // stride + 1, (7 - 1) // stride + 1]
-    ours, expected, counts = _run_both(_model(nodes, [3, cin, 9, 7], out, inits), {"x": f32(3, cin, 9, 7)}, tmp_path)
+    ours, expected, counts = _run_both(_model(nodes, [3, cin, 9, 7], out, inits), {"x": f32(3, cin, 9, 7)}, tmp_path,
+                                       split_product_macs="1")
     _assert_close(ours, expected)
     assert calls == [False, True]  # the second 1x1 takes the residual and the Relu
     units = 3 * 3 if stride == 1 else 3  # 3 bands of 3 rows per image, or one image per unit
@@ -264,7 +265,7 @@ def test_layout_answers_follow_the_graph_they_are_asked_about():
 
 def test_mid_size_pointwise_products_take_the_threaded_blas(monkeypatch):
     """A 1x1 layer's single product goes to the threaded BLAS from POINTWISE_THREADED_MACS on,
-    below blas.THREADED_PRODUCT_MACS, and gives numpy's result."""
+    below the threaded_product_macs option, and gives numpy's result."""
     from onnxplug.providers.numpy.runtime import blas
     from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas
 
@@ -278,7 +279,7 @@ def test_mid_size_pointwise_products_take_the_threaded_blas(monkeypatch):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((1, 28, 28, 32)).astype(np.float32)  # 784 x 32 @ 32 x 192: 4.8M
     wt = rng.standard_normal((32, 192)).astype(np.float32)
-    assert channels_last.POINTWISE_THREADED_MACS <= 784 * 32 * 192 < blas.THREADED_PRODUCT_MACS
+    assert channels_last.POINTWISE_THREADED_MACS <= 784 * 32 * 192 < blas.PRODUCT_THREADS.threaded_product_macs
     got = channels_last.conv_1x1_nhwc(x, wt, None, (1, 1), None)
     np.testing.assert_allclose(got, x @ wt, rtol=1e-4, atol=1e-4)
     assert calls == [(784, 32)]
@@ -332,12 +333,13 @@ def test_stem_bands_and_units_match(tmp_path, monkeypatch, poisoned_scratch, par
     from onnxplug.providers.numpy.runtime import blas
 
     monkeypatch.setattr(channels_last, "DENSE_UNIT_BYTES", 2100)  # 28 x 9 values a row: 2 rows a band
+    options = {}
     if split:
-        monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
+        options = {"split_product_macs": "1"}
         monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(channels_last)
     proto = _stem((3, 3, 17, 18), 8, (3, 3), dict(strides=[2, 2], pads=[1] * 4), True, True)
-    ours, expected, _ = _run_both(proto, {"x": f32(3, 3, 17, 18)}, tmp_path)
+    ours, expected, _ = _run_both(proto, {"x": f32(3, 3, 17, 18)}, tmp_path, **options)
     _assert_close(ours, expected)
     assert (3 * 5, split) in shared, shared  # 9 output rows in bands of 2: 5 bands per image
 

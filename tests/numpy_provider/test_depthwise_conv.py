@@ -51,20 +51,21 @@ def test_depthwise_conv_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, bi
     """Every layout, with the default choice of formulation (shifted rows at stride 1), with
     columns forced for every shape, and in units of a channel or two (with a unit's last block
     shorter)."""
+    options = None
     if formulation == "columns only":
-        monkeypatch.setattr(depthwise, "CHANNELS_LAST_MAX_OUT", 0)
-        monkeypatch.setattr(depthwise, "SHIFTED_ROWS", False)
+        options = {"depthwise_channels_last_max_out": "0", "depthwise_shifted_rows": "0"}
     if formulation == "small units":
         monkeypatch.setattr(depthwise, "BLOCK_BYTES", 6 << 10)
     feeds = {"x": f32(*xs), "w": f32(*ws)}
     if bias:
         feeds["b"] = f32(ws[0])
-    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=xs[1], **attrs)
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=xs[1], provider_options=options,
+                          **attrs)
 
 
 @pytest.mark.parametrize("size, stride", [(7, 1), (14, 2), (8, 1), (9, 2)], ids=["7x7", "14x14 s2", "8x8", "9x9 s2"])
 def test_small_outputs_use_channels_last_and_match(monkeypatch, size, stride):
-    """Outputs of at most CHANNELS_LAST_MAX_OUT positions go channels-last (spied on), many channels."""
+    """Outputs of at most depthwise_channels_last_max_out (64) positions go channels-last (spied on), many channels."""
     calls = []
     real = depthwise._channels_last
     monkeypatch.setattr(depthwise, "_channels_last", lambda *a: calls.append(1) or real(*a))
@@ -118,6 +119,6 @@ def test_non_finite_inputs_stay_in_their_own_outputs():
 def test_reused_workspace_contents_never_reach_outputs(monkeypatch, poisoned_scratch, name, xs, ws, attrs):
     """Units take their scratch from a buffer reused across units and calls, zeroing only the
     padding they read: with the buffer filled with NaN before every unit, outputs still match."""
-    monkeypatch.setattr(depthwise, "CHANNELS_LAST_MAX_OUT", 16)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
-    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=xs[1], **attrs)
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=xs[1],
+                          provider_options={"depthwise_channels_last_max_out": "16"}, **attrs)

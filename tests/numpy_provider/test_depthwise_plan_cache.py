@@ -57,8 +57,7 @@ def test_channels_and_values_share_a_geometry_pads_do_not(counted):
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
 def test_interleaved_geometries_match_onnxruntime(monkeypatch, counted, bias):
     """Two geometries alternating on the cached plans, columns formulation forced, against onnxruntime."""
-    monkeypatch.setattr(depthwise, "CHANNELS_LAST_MAX_OUT", 0)
-    monkeypatch.setattr(depthwise, "SHIFTED_ROWS", False)
+    columns = {"depthwise_channels_last_max_out": "0", "depthwise_shifted_rows": "0"}
     cases = [((1, 4, 96), (4, 1, 16), dict(strides=[8], pads=[4, 4])),
              ((2, 3, 13, 11), (3, 1, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]))]
     for _ in range(2):
@@ -66,7 +65,8 @@ def test_interleaved_geometries_match_onnxruntime(monkeypatch, counted, bias):
             feeds = {"x": f32(*xs), "w": f32(*ws)}
             if bias:
                 feeds["b"] = f32(ws[0])
-            assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, group=xs[1], **attrs)
+            assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, group=xs[1], provider_options=columns,
+                                  **attrs)
     assert len(counted) == 2
 
 

@@ -26,8 +26,9 @@ def _model(op_type: str, domain: str, feeds: dict, outputs: list[str], opset: in
     return helper.make_model(helper.make_graph([node], "g", inputs, outs), ir_version=9, opset_imports=imports)
 
 
-def _ours(model: onnx.ModelProto, feeds: dict) -> list:
-    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(), providers=["numpy"])
+def _ours(model: onnx.ModelProto, feeds: dict, **numpy_options: str) -> list:
+    session = onnxplug.InferenceSession(model.SerializeToString(), kernels_only(),
+                                        providers=[("numpy", numpy_options)])
     return session.run(None, feeds)
 
 
@@ -59,22 +60,20 @@ def test_skip_layer_norm_matches_onnxruntime(shape, with_bias, with_sum):
 @pytest.mark.parametrize("with_sum", [True, False])
 def test_large_skip_layer_norm_goes_to_the_product_threads_in_one_block_each(monkeypatch, parallel_for_calls,
                                                                              shape, with_sum):
-    """Row blocks on both threads (SHARE_ROWS) give the bits the calling thread alone gives, and
+    """Row blocks on both threads (option share_layer_norm_rows) give the bits the calling thread alone gives, and
     onnxruntime's values; a small one stays on the calling thread."""
     from onnxplug.providers.numpy.runtime import blas
     from onnxplug.providers.numpy.ops.com_onnxplug import op_fused_layer_norm
 
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1_000_000)
     feeds = _skip_feeds(shape, np.float32, True)
     model = _model("SkipLayerNormalization", "com.onnxplug", feeds, ["y", "s"] if with_sum else ["y"],
                    epsilon=1e-5)
     calls = parallel_for_calls(op_fused_layer_norm)
-    shared = _ours(model, feeds)
+    shared = _ours(model, feeds, split_product_macs="1000000")
     rows = shape[0] * shape[1]
     assert calls == [(2, rows * shape[2] * op_fused_layer_norm.MACS_PER_VALUE >= 1_000_000)]
-    monkeypatch.setattr(op_fused_layer_norm, "SHARE_ROWS", False)
-    alone = _ours(model, feeds)
+    alone = _ours(model, feeds, split_product_macs="1000000", share_layer_norm_rows="0")
     for got, want in zip(shared, alone):
         np.testing.assert_array_equal(got, want)
     expected = ort_outputs(_model("SkipLayerNormalization", "com.microsoft", feeds,

@@ -318,12 +318,13 @@ def test_pools_split_over_the_product_threads_match(monkeypatch, parallel_for_ca
     from onnxplug.providers.numpy.runtime import blas
     from onnxplug.providers.numpy.ops import _pool_util
 
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     split = parallel_for_calls(_pool_util)
     x = f32(*shape)
-    assert_matches_oracle("MaxPool", {"x": x}, rtol=0, atol=0, opset=12, **attrs)
-    assert_matches_oracle("AveragePool", {"x": x}, rtol=1e-5, atol=1e-6, opset=19, count_include_pad=1, **attrs)
+    options = {"split_product_macs": "1"}
+    assert_matches_oracle("MaxPool", {"x": x}, rtol=0, atol=0, opset=12, provider_options=options, **attrs)
+    assert_matches_oracle("AveragePool", {"x": x}, rtol=1e-5, atol=1e-6, opset=19, count_include_pad=1,
+                          provider_options=options, **attrs)
     assert [ran for _, ran in split] == ([True, True] if shape[0] * shape[1] > 1 else [])
 
 

@@ -135,19 +135,18 @@ def test_non_finite_values_at_image_edges_stay_in_their_own_outputs(scratch_kind
     assert scratch_kinds == ["row products"]
 
 
-@pytest.mark.parametrize("case,xs,ws,attrs,setup", [
-    ("15 channels", (2, 15, 12, 12), (8, 15, 3, 3), dict(pads=[1, 1, 1, 1]), None),
-    ("groups 2", (2, 32, 12, 12), (8, 16, 3, 3), dict(group=2, pads=[1, 1, 1, 1]), None),
-    ("switched off", (2, 16, 12, 12), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(row_products, "ROW_PRODUCTS", False)),
-    ("no threaded BLAS", (2, 16, 12, 12), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1]),
+@pytest.mark.parametrize("case,xs,ws,attrs,options,setup", [
+    ("15 channels", (2, 15, 12, 12), (8, 15, 3, 3), dict(pads=[1, 1, 1, 1]), None, None),
+    ("groups 2", (2, 32, 12, 12), (8, 16, 3, 3), dict(group=2, pads=[1, 1, 1, 1]), None, None),
+    ("switched off", (2, 16, 12, 12), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1]), {"row_products": "0"}, None),
+    ("no threaded BLAS", (2, 16, 12, 12), (8, 16, 3, 3), dict(pads=[1, 1, 1, 1]), None,
      lambda mp: mp.setattr(row_products, "threaded_blas", lambda: None)),
 ])
-def test_others_keep_the_padded_rows_im2col(monkeypatch, scratch_kinds, case, xs, ws, attrs, setup):
+def test_others_keep_the_padded_rows_im2col(monkeypatch, scratch_kinds, case, xs, ws, attrs, options, setup):
     if setup is not None:
         setup(monkeypatch)
     assert_matches_oracle("Conv", {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}, rtol=1e-4, atol=1e-4,
-                          opset=17, **attrs)
+                          opset=17, provider_options=options, **attrs)
     assert scratch_kinds == ["im2col"]
 
 

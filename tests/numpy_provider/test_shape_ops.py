@@ -31,11 +31,11 @@ def test_large_transposes_keeping_the_first_axis_copy_it_on_the_product_threads(
     from onnxplug.providers.numpy.runtime import blas
     from onnxplug.providers.numpy.ops.ai_onnx import op_transpose
 
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(op_transpose)
     x = rand((5, 6, 7, 8))
-    assert_matches_oracle("Transpose", {"x": x}, rtol=0, atol=0, perm=perm)
+    assert_matches_oracle("Transpose", {"x": x}, rtol=0, atol=0, perm=perm,
+                          provider_options={"split_product_macs": "1000"})
     assert shared == [(5, True)]
 
 
@@ -49,13 +49,13 @@ def test_transposes_to_a_short_last_axis(monkeypatch, shape, perm, split):
     from onnxplug.providers.numpy.ops.ai_onnx import op_transpose
 
     if split:
-        monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
         monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     copies = []
     monkeypatch.setattr(op_transpose, "_copy", lambda dst, src, real=op_transpose._copy: copies.append(dst.shape[-1])
                         or real(dst, src))
     kwargs = {} if perm is None else {"perm": perm}
-    (y,) = assert_matches_oracle("Transpose", {"x": rand(shape)}, rtol=0, atol=0, **kwargs)
+    (y,) = assert_matches_oracle("Transpose", {"x": rand(shape)}, rtol=0, atol=0,
+                                 provider_options={"split_product_macs": "1000"} if split else None, **kwargs)
     assert y.flags.c_contiguous and copies and set(copies) == {y.shape[-1]} and y.shape[-1] <= op_transpose.SHORT_LAST_AXIS
 
 

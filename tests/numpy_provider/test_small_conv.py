@@ -76,7 +76,7 @@ def test_float64_conv_uses_padded_rows(padded_rows_calls):
     assert padded_rows_calls
 
 
-# (name, x shape, w shape, Conv attributes, setup): none of these go to the padded-rows path
+# (name, x shape, w shape, Conv attributes, numpy provider options): none of these go to the padded-rows path
 FALLBACK_CASES = [
     ("stride 2", (1, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]), None),
     ("stride 1x2", (1, 4, 20, 20), (6, 4, 3, 3), dict(strides=[1, 2], pads=[1, 1, 1, 1]), None),
@@ -89,15 +89,15 @@ FALLBACK_CASES = [
     ("3-D", (1, 3, 6, 8, 8), (4, 3, 3, 3, 3), dict(pads=[1] * 6), None),
     ("depthwise", (1, 6, 16, 16), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1]), None),
     ("product large enough to split", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
+     {"split_product_macs": "1000"}),
     ("product split in bands, groups 2", (1, 8, 20, 20), (6, 4, 3, 3), dict(group=2, pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
+     {"split_product_macs": "1000"}),
     ("product split by image, stride 2", (3, 4, 20, 20), (6, 4, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)),
+     {"split_product_macs": "1000"}),
     ("switched off", (1, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: mp.setattr(padded_rows, "PADDED_ROWS", False)),
+     {"padded_rows": "0"}),
     ("switched off, bias added after the product", (2, 8, 20, 20), (8, 8, 3, 3), dict(pads=[1, 1, 1, 1]),
-     lambda mp: (mp.setattr(padded_rows, "PADDED_ROWS", False), mp.setattr(dispatch, "IM2COL_BIAS_ROW", False))),
+     {"padded_rows": "0", "im2col_bias_row": "0"}),
 ]
 
 
@@ -109,14 +109,14 @@ def test_split_im2col_product_by_weight_rows_or_bands(monkeypatch, parallel_for_
     """With fewer images than threads, a strided-window convolution whose weights are more than twice
     its columns splits its product by weight rows (each thread packs half the weights); otherwise
     bands of output rows (or images) go to the threads with their own columns. Both match."""
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     whole = []
     real_matmul = dispatch.matmul
     monkeypatch.setattr(dispatch, "matmul", lambda a, b, out=None: whole.append(a.shape) or real_matmul(a, b, out))
     units = parallel_for_calls(dispatch)
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
-    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[1, 1, 1, 1])
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[1, 1, 1, 1],
+                          provider_options={"split_product_macs": "1000"})
     assert (whole, units) == (([(1, ws[0], 16 * 9)], []) if by_weight_rows else ([], [(2, True)]))
 
 
@@ -127,22 +127,20 @@ def test_large_image_columns_go_in_bands_of_rows(monkeypatch, parallel_for_calls
     x 4 bytes = 161 KB) goes in bands of output rows whose columns take about that much: 10 bands
     of 2 rows (the last empty). Under 4x, one unit per image (or per thread, for a single image).
     Each band copies, multiplies and adds its bias on its own; all match onnxruntime."""
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     monkeypatch.setattr(dispatch, "IM2COL_BAND_BYTES", band_bytes)
     units = parallel_for_calls(dispatch)
     feeds = {"x": f32(images, 3, 33, 31), "w": f32(8, 3, 7, 7), "b": f32(8)}
-    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[3, 3, 3, 3])
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[3, 3, 3, 3],
+                          provider_options={"split_product_macs": "1000"})
     expected = images * bands if bands else max(images, 2)
     assert units == [(expected, True)]
 
 
-@pytest.mark.parametrize("name,xs,ws,attrs,setup", FALLBACK_CASES, ids=[c[0] for c in FALLBACK_CASES])
-def test_other_convolutions_fall_back_and_match(monkeypatch, padded_rows_calls, name, xs, ws, attrs, setup):
-    if setup is not None:
-        setup(monkeypatch)
+@pytest.mark.parametrize("name,xs,ws,attrs,options", FALLBACK_CASES, ids=[c[0] for c in FALLBACK_CASES])
+def test_other_convolutions_fall_back_and_match(padded_rows_calls, name, xs, ws, attrs, options):
     feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
-    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, provider_options=options, **attrs)
     assert not padded_rows_calls
 
 
@@ -438,28 +436,26 @@ def test_constant_inputs_are_initializers_feeds_cannot_override():
 ONE_BY_ONE = [
     ("expand", (1, 8, 12, 12), (24, 8, 1, 1), {}, None, True),
     ("expand batch 3 on product threads", (3, 8, 12, 12), (24, 8, 1, 1), {},
-     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000), True),
+     {"split_product_macs": "1000"}, True),
     ("strided, more inputs than outputs", (2, 16, 13, 14), (8, 16, 1, 1), dict(strides=[2, 2]), None, True),
     ("strided on product threads", (3, 16, 13, 14), (8, 16, 1, 1), dict(strides=[2, 1]),
-     lambda mp: mp.setattr(blas, "SPLIT_PRODUCT_MACS", 1000), True),
+     {"split_product_macs": "1000"}, True),
     ("grouped expand", (2, 6, 9, 11), (12, 2, 1, 1), dict(group=3), None, True),
     ("padded", (1, 4, 6, 7), (8, 4, 1, 1), dict(pads=[1, 0, 2, 1]), None, True),
     ("projection: bias added after", (2, 24, 10, 10), (8, 24, 1, 1), {}, None, False),
-    ("switched off", (1, 8, 12, 12), (24, 8, 1, 1), {}, lambda mp: mp.setattr(dispatch, "IM2COL_BIAS_ROW", False),
+    ("switched off", (1, 8, 12, 12), (24, 8, 1, 1), {}, {"im2col_bias_row": "0"},
      False),
 ]
 
 
-@pytest.mark.parametrize("name,xs,ws,attrs,setup,folded", ONE_BY_ONE, ids=[c[0] for c in ONE_BY_ONE])
-def test_one_by_one_conv_with_bias_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, setup, folded):
-    if setup is not None:
-        setup(monkeypatch)
+@pytest.mark.parametrize("name,xs,ws,attrs,options,folded", ONE_BY_ONE, ids=[c[0] for c in ONE_BY_ONE])
+def test_one_by_one_conv_with_bias_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, options, folded):
     made = []
     real = dispatch._ones_row_columns
     monkeypatch.setattr(dispatch, "_ones_row_columns", lambda *a: made.append(a) or real(*a))
     for _ in range(2):  # the second run reuses the kept columns
         feeds = {"x": f32(*xs), "w": f32(*ws), "b": f32(ws[0])}
-        assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, **attrs)
+        assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, provider_options=options, **attrs)
     assert bool(made) == folded
 
 
@@ -511,7 +507,6 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
     """A batch whose product is large enough for the threaded BLAS gets columns with the images
     side by side and one product; poisoned scratch, every image and the bias still match
     onnxruntime, and the threaded BLAS made the product."""
-    monkeypatch.setattr(blas, "THREADED_PRODUCT_MACS", 100_000)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     threaded = threaded_blas()
     products: list[tuple] = []
@@ -533,7 +528,8 @@ def test_batch_wide_product_for_the_threaded_blas(monkeypatch, padded_rows_calls
     feeds = {"x": f32(3, 5, 12, 14) * 4, "w": f32(7, 5, 3, 3)}
     if bias:
         feeds["b"] = f32(7)
-    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 0, 1, 2])
+    assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, pads=[1, 0, 1, 2],
+                          provider_options={"threaded_product_macs": "100000"})
     assert layouts == [True] and padded_rows_calls
     taps = 5 * 9 + bias
     assert products == [(taps, 3 * 12 * 16)]  # (taps [+ ones], images x padded-width rows)

@@ -3,7 +3,7 @@
 Each case checks with spies that the Winograd path ran and how its work was cut (bands of one
 image, runs of images, or one unit with its 36 products shared), with every thread's scratch
 poisoned with NaN. The thresholds are lowered so that small shapes take the paths large ones do. The path is
-switched on for these tests (it is off by default).
+switched on for these tests by the provider option ``winograd`` (it is off by default).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxplug
 from onnxplug.providers.numpy.runtime import blas
 from onnxplug.providers.numpy.kernels.conv import dispatch, winograd
+from onnxplug.providers.numpy.runtime.tuning import NumpyTuning
 from onnxplug.testing.model_suite import build, sample_inputs
 from tests.numpy_provider.single_node_oracle import node_model, run_oracle, run_ours
 
@@ -30,10 +31,9 @@ def f32(*shape: int) -> np.ndarray:
     return np.asarray(RNG.standard_normal(shape), dtype=np.float32)
 
 
-@pytest.fixture(autouse=True)
-def winograd_on(monkeypatch):
-    """The path is off by default (less accurate than onnxruntime's direct convolution)."""
-    monkeypatch.setattr(winograd, "WINOGRAD", True)
+#: The path is off by default (less accurate than onnxruntime's direct convolution).
+ON = {"winograd": "1"}
+WINOGRAD = NumpyTuning(winograd=True)
 
 
 @pytest.fixture
@@ -43,13 +43,14 @@ def winograd_calls(calls_of) -> list[tuple]:
 
 
 @pytest.fixture
-def small_units(monkeypatch):
-    """Two product threads, every product worth splitting, and thresholds for small shapes."""
-    monkeypatch.setattr(blas, "SPLIT_PRODUCT_MACS", 1)
+def small_units(monkeypatch) -> dict[str, str]:
+    """Two product threads and thresholds for small shapes; returns the provider options that switch
+    the path on and make every product worth splitting."""
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     monkeypatch.setattr(winograd, "MIN_MACS", 1)
     monkeypatch.setattr(winograd, "MIN_TILES", 1)
     monkeypatch.setattr(winograd, "MIN_UNIT_TILES", 8)
+    return {**ON, "split_product_macs": "1"}
 
 
 def _assert_close(ours: np.ndarray, expected: np.ndarray) -> None:
@@ -79,7 +80,7 @@ def test_conv_matches_onnxruntime(small_units, poisoned_scratch, parallel_for_ca
         feeds["b"] = f32(k)
     model = node_model("Conv", feeds, 1, opset=17, pads=pads)
     expected = run_oracle(model, feeds, "ort")[0]
-    _assert_close(run_ours(model, feeds, like=[expected])[0], expected)
+    _assert_close(run_ours(model, feeds, like=[expected], provider_options=small_units)[0], expected)
     assert winograd_calls == [xs]
     assert split == units
 
@@ -110,7 +111,7 @@ def test_fused_residual_and_relu_match_onnxruntime(tmp_path, calls_of, small_uni
     split = parallel_for_calls(winograd)
     so = onnxplug.SessionOptions()
     so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    session = onnxplug.InferenceSession(model.SerializeToString(), so, providers=["numpy"])
+    session = onnxplug.InferenceSession(model.SerializeToString(), so, providers=[("numpy", small_units)])
     first = session.run(None, feeds)[0]
     second = session.run(None, feeds)[0]
     ops = Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
@@ -132,7 +133,7 @@ def test_weights_fed_as_inputs_are_transformed_every_run(small_units, winograd_c
                               [helper.make_tensor_value_info("y", F, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    session = onnxplug.InferenceSession(model.SerializeToString(), providers=["numpy"])
+    session = onnxplug.InferenceSession(model.SerializeToString(), providers=[("numpy", small_units)])
     oracle = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     x, w = f32(1, 32, 12, 12), f32(32, 32, 3, 3)
     for weights in (w, -2 * w):
@@ -154,7 +155,7 @@ def test_constant_weights_without_a_bias_are_transformed_once(calls_of, small_un
     transforms = calls_of(dispatch, "transform_weights", lambda w: w.shape)
     so = onnxplug.SessionOptions()
     so.graph_optimization_level = onnxplug.GraphOptimizationLevel.ORT_DISABLE_ALL  # the Conv node itself
-    session = onnxplug.InferenceSession(model.SerializeToString(), so, providers=["numpy"])
+    session = onnxplug.InferenceSession(model.SerializeToString(), so, providers=[("numpy", small_units)])
     oracle = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for x in (f32(1, 32, 12, 12), f32(1, 32, 12, 12)):
         _assert_close(session.run(None, {"x": x})[0], oracle.run(None, {"x": x})[0])
@@ -169,7 +170,9 @@ def test_large_values_keep_their_relative_accuracy(small_units, winograd_calls):
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
     direct = sum(np.einsum("nchw,kc->nkhw", xp[:, :, i:i + 16, j:j + 16], w[:, :, i, j].astype(np.float64))
                  for i in range(3) for j in range(3))
-    ours = dispatch.conv_nd(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    tuning = NumpyTuning.from_options(small_units)
+    blas.PRODUCT_THREADS.tune(tuning)  # as a provider with these options does
+    ours = dispatch.conv_nd(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1, tuning=tuning)
     assert winograd_calls == [x.shape]
     assert np.abs(ours - direct).max() <= 1e-5 * np.abs(direct).max()
 
@@ -193,22 +196,21 @@ REFUSED = [
 @pytest.mark.parametrize("name,xs,ws,group,strides,dilations,begin,end", REFUSED, ids=[c[0] for c in REFUSED])
 def test_other_convolutions_are_refused(name, xs, ws, group, strides, dilations, begin, end):
     x, w = np.zeros(xs, np.float32), np.zeros(ws, np.float32)
-    assert not winograd.winograd_fits(x, w, None, strides, dilations, begin, end, group)
+    assert not winograd.winograd_fits(x, w, None, strides, dilations, begin, end, group, WINOGRAD)
 
 
 def test_only_float32_is_taken():
     """float64 convolutions carry QLinearConv's and ConvInteger's exact integer sums."""
     x, w = np.zeros((1, 64, 56, 56), np.float32), np.zeros((64, 64, 3, 3), np.float32)
-    assert winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1, WINOGRAD)
     assert not winograd.winograd_fits(x.astype(np.float64), w.astype(np.float64), None, (1, 1), (1, 1), (1, 1),
-                                       (1, 1), 1)
-    assert not winograd.winograd_fits(x, w, np.zeros(64, np.float64), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+                                       (1, 1), 1, WINOGRAD)
+    assert not winograd.winograd_fits(x, w, np.zeros(64, np.float64), (1, 1), (1, 1), (1, 1), (1, 1), 1, WINOGRAD)
 
 
-def test_switch_sends_convolutions_elsewhere(monkeypatch, winograd_calls):
-    monkeypatch.setattr(winograd, "WINOGRAD", False)
+def test_switch_sends_convolutions_elsewhere(winograd_calls):
     x, w = f32(1, 64, 56, 56), f32(64, 64, 3, 3)
-    assert not winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert not winograd.winograd_fits(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1, NumpyTuning(winograd=False))
 
 
 def test_resnet18_at_batch_2_runs_its_3x3_layers_by_winograd(winograd_calls):
@@ -216,7 +218,7 @@ def test_resnet18_at_batch_2_runs_its_3x3_layers_by_winograd(winograd_calls):
     through Winograd; layer4's three have too few tiles (2 x 4). The outputs match onnxruntime."""
     model = build("resnet18")
     feeds = sample_inputs("resnet18", batch=2)
-    ours = onnxplug.InferenceSession(model.SerializeToString(), providers=["numpy"]).run(None, feeds)[0]
+    ours = onnxplug.InferenceSession(model.SerializeToString(), providers=[("numpy", ON)]).run(None, feeds)[0]
     expected = onnxruntime.InferenceSession(model.SerializeToString(),
                                             providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_allclose(ours, expected, rtol=1e-3, atol=1e-4 * float(np.abs(expected).max()))

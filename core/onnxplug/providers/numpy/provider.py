@@ -1,4 +1,7 @@
-"""The ``numpy`` provider: the default CPU provider, appended last to every session."""
+"""The ``numpy`` provider: the default CPU provider, appended last to every session.
+
+Its provider options are the fields of ``runtime.tuning.NumpyTuning`` (``default_options``); the
+provider builds one frozen ``tuning`` from them, which its kernels read through their context."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from onnxplug.provider import ExecutionProvider
 from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS
 from onnxplug.providers.numpy.layout import channels_last_nodes
 from onnxplug.providers.numpy.registry import REGISTRY
+from onnxplug.providers.numpy.runtime.tuning import PRODUCT_OPTIONS, NumpyTuning
 
 
 class NumpyProvider(ExecutionProvider):
@@ -19,13 +23,22 @@ class NumpyProvider(ExecutionProvider):
     name: ClassVar[str] = "numpy"
     aliases: ClassVar[tuple[str, ...]] = ("CPUExecutionProvider",)
     version: ClassVar[str] = "0.1.0"
+    #: The tuning options (docs/numpy-provider-ops.md, "Provider options"), onnxruntime-style strings.
+    default_options: ClassVar[dict[str, str]] = NumpyTuning().as_options()
 
     def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
         super().__init__(options, intra_op_num_threads=intra_op_num_threads)
+        self.tuning = NumpyTuning.from_options(self.options)
+        self._given = frozenset(options or {})
         self.kernel_registry = REGISTRY
         self._channels_last: tuple[Graph, tuple[int, ...], set[int]] | None = None
-        # process-wide, as numpy's BLAS: the last session created sets it for all
-        PRODUCT_THREADS.configure(intra_op_num_threads)
+        # process-wide, as numpy's BLAS: the last session created that sets one sets it for all
+        given = {name: getattr(self.tuning, name) for name in PRODUCT_OPTIONS if name in self._given}
+        PRODUCT_THREADS.configure(intra_op_num_threads, **given)
+
+    def reported_options(self) -> dict[str, object]:
+        """The options the session set: onnxruntime's CPU provider, which has none of these, lists none."""
+        return {k: v for k, v in self.options.items() if k in self._given}
 
     @classmethod
     def devices(cls) -> list[str]:

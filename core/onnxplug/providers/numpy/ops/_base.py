@@ -7,10 +7,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from onnxplug.kernel import Kernel
+from onnxplug.providers.numpy.runtime.tuning import NumpyTuning, tuning_of
 
 
 class NumpyKernel(Kernel):
     """A kernel computing on host numpy arrays."""
+
+    @property
+    def tuning(self) -> NumpyTuning:
+        """The provider options' tuning (the defaults under another provider)."""
+        return tuning_of(self.context)
 
 
 _ndarray = np.ndarray

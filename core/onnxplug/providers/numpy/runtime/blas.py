@@ -11,10 +11,11 @@ So the provider pins that pool to one thread. Work units shared over the provide
 (``parallel_for``) call it, one unit per thread at a time. A large product that runs alone on the
 calling thread (``matmul``) goes to a second OpenBLAS with ``intra_op_num_threads`` threads of its
 own (``threaded_blas``), whose workers take their share in microseconds. Without that library, a
-product of at least ``SPLIT_PRODUCT_MACS`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column
+product of at least ``split_product_macs`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column
 (or row) blocks per thread, which the provider's threads take as they become free. Either way a
 product's cut depends only on its shapes and the thread count, so results are the same whichever
-thread runs it, and concurrent runs match serial ones bit for bit.
+thread runs it, and concurrent runs match serial ones bit for bit. The thresholds are provider
+options (``runtime.tuning``) held, like the thread count, process-wide by ``PRODUCT_THREADS``.
 """
 
 from __future__ import annotations
@@ -30,22 +31,20 @@ import threadpoolctl
 
 from onnxplug.providers.numpy.runtime.placement import PLACEMENT, pin_thread
 from onnxplug.providers.numpy.runtime.threaded_blas import ThreadedBlas, is_threaded_blas_file, threaded_blas
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, PRODUCT_OPTIONS, NumpyTuning
 
-#: Products with fewer multiply-adds than this run on the calling thread alone.
-SPLIT_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000))
-#: Single products of at least this many multiply-adds go to the threaded BLAS when it is loaded
-#: (below, numpy's one-thread call costs less than the hand-off).
-THREADED_PRODUCT_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_MACS", 8_000_000))
-#: The same for a product that runs between long single-threaded stretches, such as a recurrent
+#: Single products go to the threaded BLAS from ``threaded_product_macs`` multiply-adds (below,
+#: numpy's one-thread call costs less than the hand-off); products from ``split_product_macs`` are
+#: cut into blocks on the product threads without it.
+#: The threaded-BLAS threshold for a product that runs between long single-threaded stretches, such as a recurrent
 #: layer's input projection: the threaded BLAS's workers have gone to sleep by then, and waking them
 #: costs 100-250 us (bilstm at batch 1 took 1.05-1.2x as long with its 8.4M projection threaded).
 ISOLATED_THREADED_MACS = 32_000_000
 #: The same for a matrix-vector product (one row or one column, such as a classifier at batch 1),
 #: which the threaded BLAS runs as a gemv: memory-bound, so two threads pay once the matrix is about
 #: a core's L2 (2 MB): 1 x 512 @ 512 x 1000 44 -> 28 us, 1 x 1280 @ 1280 x 1000 177 -> 77 us; but
-#: 1 x 512 @ 512 x 512 14 -> 19 us.
-THREADED_GEMV_MACS = int(os.environ.get("ONNXPLUG_NUMPY_THREADED_GEMV_MACS", 500_000))
-#: Two operands under this many elements make fewer than SPLIT_PRODUCT_MACS multiply-adds
+#: 1 x 512 @ 512 x 512 14 -> 19 us (``threaded_gemv_macs``).
+#: Two operands under this many elements make fewer than split_product_macs multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
 #: Blocks of a split product per thread, shared out as threads become free (see ``_share``). Two
@@ -89,17 +88,28 @@ def default_threads() -> int:
 
 
 class _ProductThreads:
-    """The thread count for large products, and the workers that run their blocks."""
+    """The thread count and size thresholds for large products, and the workers that run their blocks."""
 
     def __init__(self) -> None:
         self.threads = default_threads()
+        self.tune(DEFAULT_TUNING)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._lock = threading.Lock()
 
-    def configure(self, threads: int) -> None:
+    def tune(self, tuning: NumpyTuning) -> None:
+        """Take all the product thresholds of ``tuning`` (``PRODUCT_OPTIONS``)."""
+        for name in PRODUCT_OPTIONS:
+            setattr(self, name, getattr(tuning, name))
+
+    def configure(self, threads: int, **thresholds: int) -> None:
         """Pin numpy's BLAS to one thread, and run large products on ``threads`` threads (0 keeps
-        the count: one per core unless a session asked for another), the threaded BLAS's too."""
+        the count: one per core unless a session asked for another), the threaded BLAS's too; the
+        ``thresholds`` given (``PRODUCT_OPTIONS``) replace the current ones, the others stay."""
+        for name, value in thresholds.items():
+            if name not in PRODUCT_OPTIONS:
+                raise TypeError(f"not a product threshold: {name!r}")
+            setattr(self, name, value)
         threaded = threaded_blas()
         controller = threadpoolctl.ThreadpoolController()  # ~0.5 ms, once per session
         for lib in controller.lib_controllers:  # numpy's BLAS (and any other), not the threaded one
@@ -132,22 +142,23 @@ def _placed_worker() -> None:
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
            threaded_macs: int | None = None) -> np.ndarray:
     """``np.matmul`` (1-D and batched operands as numpy), parallel over blocks when large.
-    ``threaded_macs`` replaces THREADED_PRODUCT_MACS for a caller that knows its products come in
+    ``threaded_macs`` replaces the threaded_product_macs option for a caller that knows its products come in
     runs (lower) or alone (ISOLATED_THREADED_MACS)."""
-    parts = PRODUCT_THREADS.threads
-    threshold = THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs
+    products = PRODUCT_THREADS
+    parts = products.threads
+    threshold = products.threaded_product_macs if threaded_macs is None else threaded_macs
     if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay ~1 us here, not ~4
         m, k = a.shape
         n = b.shape[1]
         if threaded_macs is None and (m == 1 or n == 1):
-            threshold = THREADED_GEMV_MACS
+            threshold = products.threaded_gemv_macs
         if parts > 1 and m * k * n >= threshold:
             threaded = _threaded(parts)
             if threaded is not None:
                 done = threaded.gemm(a, b, out)
                 if done is not None:
                     return done
-        if parts < 2 or m * k * n < SPLIT_PRODUCT_MACS:
+        if parts < 2 or m * k * n < products.split_product_macs:
             # ndarray.dot makes the same BLAS call for matrices, with ~1.5 us less dispatch than the ufunc
             return a.dot(b) if out is None else np.matmul(a, b, out=out)
     elif (b.ndim == 2 and a.ndim > 2 and a.size and a.shape[-1] == b.shape[0] and a.flags.c_contiguous
@@ -172,7 +183,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
             out = np.empty(lead + (m, n), dtype=np.result_type(a.dtype, b.dtype))
         matmul(a[(0,) * (a.ndim - 2)], b[(0,) * (b.ndim - 2)], out[(0,) * (out.ndim - 2)], threshold)
         return out
-    if batch * m * n * k < SPLIT_PRODUCT_MACS:
+    if batch * m * n * k < products.split_product_macs:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     if out is None:
@@ -191,7 +202,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
 def small_product_limit() -> int:
     """A 2-D product of fewer multiply-adds than this is one ``a.dot(b)`` on the calling thread in
     ``matmul`` (under every threading threshold), so a caller can skip matmul's checks."""
-    return min(THREADED_GEMV_MACS, THREADED_PRODUCT_MACS, SPLIT_PRODUCT_MACS)
+    products = PRODUCT_THREADS
+    return min(products.threaded_gemv_macs, products.threaded_product_macs, products.split_product_macs)
 
 
 def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False) -> bool:
@@ -205,7 +217,7 @@ def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = 
 def takes_threaded_blas(macs: int, threaded_macs: int | None = None) -> bool:
     """Whether ``matmul`` hands a single product of ``macs`` multiply-adds (BLAS-readable operands)
     to the threaded BLAS."""
-    threshold = THREADED_PRODUCT_MACS if threaded_macs is None else threaded_macs
+    threshold = PRODUCT_THREADS.threaded_product_macs if threaded_macs is None else threaded_macs
     return PRODUCT_THREADS.threads > 1 and macs >= threshold and threaded_blas() is not None
 
 
@@ -243,7 +255,7 @@ def parallel_for(count: int, body: Callable[[int], None], macs: int) -> bool:
 def worth_sharing(macs: int) -> bool:
     """Whether ``parallel_for`` shares work of ``macs`` multiply-adds in all over the product
     threads (given units for them all)."""
-    return PRODUCT_THREADS.threads > 1 and macs >= SPLIT_PRODUCT_MACS
+    return PRODUCT_THREADS.threads > 1 and macs >= PRODUCT_THREADS.split_product_macs
 
 
 def _share(count: int, body: Callable[[int], None], helpers: int) -> None:

@@ -337,7 +337,7 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
 
 
 #: Single products of a 1x1 layer of at least this many multiply-adds go to the threaded BLAS. Lower
-#: than blas.THREADED_PRODUCT_MACS: these layers come in runs (expansion, depthwise, projection),
+#: than the threaded_product_macs option: these layers come in runs (expansion, depthwise, projection),
 #: so its workers are still awake from the last one.
 POINTWISE_THREADED_MACS = 2_000_000
 

@@ -29,10 +29,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from onnxplug.providers.numpy.runtime import blas
 from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.kernels.conv.depthwise_plan import geometry
 from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 
 #: Applied in place to one unit's output ``view``; ``index`` selects the same elements of the full
 #: (N, M, *spatial) output, for a residual.
@@ -42,14 +42,12 @@ Epilogue = Callable[[np.ndarray, tuple], None]
 #: each cost little next to the copies.
 BLOCK_BYTES = 4 << 20
 
-#: 2-D outputs with at most this many positions per channel use the channels-last scratch: one
-#: BLAS call per channel costs more than its few dozen multiply-adds (measured: 7x7 outputs
-#: ~1.2x faster channels-last, 14x14 ones ~1.2x faster with columns).
-CHANNELS_LAST_MAX_OUT = 64
-
-#: Stride-1 2-D convolutions use the shifted-rows formulation: ~20% less memory traffic than
-#: columns (measured on MobileNetV2's stride-1 layers: 0.8-1.0x the columns' time, 0.9x in all).
-SHIFTED_ROWS = True
+# 2-D outputs with at most ``tuning.depthwise_channels_last_max_out`` (64) positions per channel
+# use the channels-last scratch: one BLAS call per channel costs more than its few dozen
+# multiply-adds (measured: 7x7 outputs ~1.2x faster channels-last, 14x14 ones ~1.2x faster with
+# columns). Stride-1 2-D convolutions use the shifted-rows formulation (``tuning.depthwise_shifted_rows``):
+# ~20% less memory traffic than columns (measured on MobileNetV2's stride-1 layers: 0.8-1.0x the
+# columns' time, 0.9x in all).
 
 #: Weight of a depthwise multiply-add against a large matmul's in the work given to
 #: ``parallel_for``: only layers of ~0.5-1M outputs or more (batched ones) use both product
@@ -101,7 +99,7 @@ class _Shape:
 
 def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides: Sequence[int],
                    dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                   epilogue: Epilogue | None = None) -> np.ndarray:
+                   epilogue: Epilogue | None = None, tuning: NumpyTuning = DEFAULT_TUNING) -> np.ndarray:
     """Depthwise Conv of ``x`` (N, C, *spatial) by ``w`` (C * mult, 1, *kernel) with pads
     ``begin``/``end`` (negative ones crop); returns a new (N, C * mult, *out) array."""
     sh = _Shape(x, w, strides, dilations, begin, end)
@@ -109,9 +107,9 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
     out = np.empty((sh.n, sh.c * sh.mult) + sh.out_sp, dtype=dtype)
     if out.size == 0:
         return out
-    if sh.nd == 2 and sh.mult == 1 and math.prod(sh.out_sp) <= CHANNELS_LAST_MAX_OUT:
+    if sh.nd == 2 and sh.mult == 1 and math.prod(sh.out_sp) <= tuning.depthwise_channels_last_max_out:
         per_channel, compute = _channels_last(sh, x, w, bias, out)
-    elif SHIFTED_ROWS and sh.nd == 2 and sh.strides == [1, 1] and min(sh.begin) >= 0 and min(end) >= 0:
+    elif tuning.depthwise_shifted_rows and sh.nd == 2 and sh.strides == [1, 1] and min(sh.begin) >= 0 and min(end) >= 0:
         per_channel, compute = _shifted_rows(sh, x, w, bias, out)
     else:
         per_channel, compute = _columns(sh, x, w, bias, out)
@@ -119,7 +117,7 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
     n_blocks = -(-sh.c // block)
     work = out.size * math.prod(sh.kernel) * DEPTHWISE_MAC_COST
     threads = PRODUCT_THREADS.threads
-    if sh.n % threads and work >= blas.SPLIT_PRODUCT_MACS:
+    if sh.n % threads and work >= PRODUCT_THREADS.split_product_macs:
         # as many units on every thread: blocks per image a multiple of what images leave over
         spread = threads // math.gcd(sh.n, threads)
         n_blocks = min(sh.c, -(-n_blocks // spread) * spread)

@@ -31,6 +31,7 @@ from onnxplug.providers.numpy.kernels.conv.row_products import row_products_weig
 from onnxplug.providers.numpy.runtime.scratch import SCRATCH_KEEP_SHAPE_BYTES, keep, kept_scratch
 from onnxplug.providers.numpy.kernels.conv.strided import strided_view
 from onnxplug.providers.numpy.kernels.conv.winograd import transform_weights, winograd_conv, winograd_fits
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 
 
 def conv_pads(node_attr, in_spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
@@ -223,8 +224,10 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilati
 
 def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
             dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int,
-            epilogue: Epilogue | None = None, weights: BiasedWeights | None = None) -> np.ndarray:
-    """N-D convolution (ONNX Conv semantics) of float arrays; keeps the input dtype.
+            epilogue: Epilogue | None = None, weights: BiasedWeights | None = None,
+            tuning: NumpyTuning = DEFAULT_TUNING) -> np.ndarray:
+    """N-D convolution (ONNX Conv semantics) of float arrays; keeps the input dtype. ``tuning``
+    (the provider options) switches strategies on and off.
 
     ``epilogue(view, index)`` runs in place on the biased output. Where the work goes in units (an
     image, a band of rows, a block of channels), bias and epilogue run on each unit's output right
@@ -244,18 +247,18 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
                   for size, lo, hi, d, k, s in zip(x.shape[2:], begin, end, dilations, kernel, strides)]
         return np.zeros((n, m, *(max(o, 0) for o in out_sp)), x.dtype)
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
-        return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue)
-    if winograd_fits(x, w, b, strides, dilations, begin, end, group):
+        return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue, tuning)
+    if winograd_fits(x, w, b, strides, dilations, begin, end, group, tuning):
         return winograd_conv(x, (weights or BiasedWeights(False)).winograd(w), b, begin, end, epilogue)
     rows = None
-    if padded_rows.PADDED_ROWS:
-        rows = padded_rows.padded_rows_scratch(x, w, b, strides, dilations, begin, end, group)
+    if tuning.padded_rows:  # off: the strided-window im2col below
+        rows = padded_rows.padded_rows_scratch(x, w, b, strides, dilations, begin, end, group, tuning)
     if rows is not None:
         return padded_rows.conv_padded_rows(x, w, b, rows, group, epilogue, weights or BiasedWeights(False))
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
-        return _conv_1x1(xp, w, b, strides, group, epilogue, weights)
-    return _conv_im2col(xp, w, b, kernel, strides, dilations, group, epilogue, weights)
+        return _conv_1x1(xp, w, b, strides, group, epilogue, weights, tuning.im2col_bias_row)
+    return _conv_im2col(xp, w, b, kernel, strides, dilations, group, epilogue, weights, tuning.im2col_bias_row)
 
 
 #: Adds the bias to, then runs the epilogue on, ``view`` = ``y[index]`` of the (N, M, *out) output.
@@ -276,10 +279,6 @@ def _finisher(b: np.ndarray | None, epilogue: Epilogue | None, nd: int) -> Finis
     return finish
 
 
-#: im2col convolutions with a bias put it in the product: one more weight column against a row of
-#: ones in the columns, instead of a pass adding a broadcast column (numpy's add against a
-#: broadcast operand runs ~2.5x slower than against a full one). False for A/B measurements.
-IM2COL_BIAS_ROW = True
 #: An im2col convolution whose columns for one image take at least 4x this many bytes goes in bands
 #: of output rows whose columns take about this much, so that they stay in a core's L2 cache from
 #: the copy to the product (ResNet-18's 7x7 stem, 7.4 MB of columns an image: 16.0 -> 13.2 ms at
@@ -290,10 +289,11 @@ IM2COL_BAND_BYTES = 1 << 20
 
 def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], group: int,
-                 epilogue: Epilogue | None, weights: BiasedWeights | None) -> np.ndarray:
-    """im2col + one matmul per group. The bias is added by the matmul, as one more weight column
-    against a row of ones, when the weights with it are kept or cost no more to build than a
-    bias pass over the output. Large convolutions go in units of one image (or a band of output
+                 epilogue: Epilogue | None, weights: BiasedWeights | None, bias_row: bool) -> np.ndarray:
+    """im2col + one matmul per group. With ``bias_row`` (provider option ``im2col_bias_row``) the
+    bias is added by the matmul, as one more weight column against a row of ones, when the weights
+    with it are kept or cost no more to build than a bias pass over the output (numpy's add
+    against a broadcast operand runs ~2.5x slower than against a full one). Large convolutions go in units of one image (or a band of output
     rows, when there are fewer images than threads or an image's columns are large, see
     IM2COL_BAND_BYTES) on each product thread, so the column copy runs in parallel too and its
     buffer stays small."""
@@ -303,7 +303,7 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Se
     win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
     out_sp = win.shape[2:2 + nd]
     weights = weights or BiasedWeights(False)
-    if b is not None and IM2COL_BIAS_ROW and (weights.holds(w, b, group) or w.size <= n * m * math.prod(out_sp)):
+    if b is not None and bias_row and (weights.holds(w, b, group) or w.size <= n * m * math.prod(out_sp)):
         wm = weights.get(w, b, group)
         finish = _finisher(None, epilogue, nd)
     else:
@@ -374,7 +374,7 @@ def _ones_row_columns(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _conv_1x1(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int], group: int,
-              epilogue: Epilogue | None, weights: BiasedWeights | None) -> np.ndarray:
+              epilogue: Epilogue | None, weights: BiasedWeights | None, bias_row: bool) -> np.ndarray:
     """A (grouped) matmul over the flattened spatial axes; with several images, one image per
     unit on the product threads, finished while its output is in cache. With few input channels
     per output channel (or a strided input, which needs a copy anyway) the bias is added by the
@@ -388,7 +388,7 @@ def _conv_1x1(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequ
     cg, mg = c // group, m // group
     p = int(math.prod(out_sp))
     weights = weights or BiasedWeights(False)
-    if (b is not None and IM2COL_BIAS_ROW and xp.dtype == w.dtype
+    if (b is not None and bias_row and xp.dtype == w.dtype
             and (cg <= ONE_BY_ONE_BIAS_ROW_MAX_RATIO * mg or not xp.flags.c_contiguous)
             and (weights.holds(w, b, group) or w.size <= n * m * p)):
         wm = weights.get(w, b, group)

@@ -20,14 +20,12 @@ from onnxplug.providers.numpy.kernels.conv import row_products as _row_products
 from onnxplug.providers.numpy.kernels.conv.depthwise import Epilogue
 from onnxplug.providers.numpy.kernels.conv.row_products import RowProductsScratch, row_products
 from onnxplug.providers.numpy.runtime.scratch import SCRATCH_KEEP_SHAPE_BYTES, keep, kept_scratch
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 from onnxplug.providers.numpy.kernels.conv.strided import strided_view
 
 if TYPE_CHECKING:
     from onnxplug.providers.numpy.kernels.conv.dispatch import BiasedWeights
 
-#: Small stride-1 2-D convolutions (see padded_rows_fit) go to conv_padded_rows; False sends them
-#: to dispatch's strided-window im2col (a switch for A/B measurements and tests).
-PADDED_ROWS = True
 #: Widest padded row, relative to the output row, that conv_padded_rows takes: its product
 #: also computes (then drops) the padded row's extra columns.
 PADDED_ROWS_MAX_WIDENING = 1.25
@@ -39,7 +37,7 @@ def padded_rows_fit(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides:
                      dilations: Sequence[int], begin: Sequence[int], end: Sequence[int]) -> bool:
     """Whether conv_padded_rows takes this convolution: 2-D, stride 1, no cropping pads, one float
     dtype, not 1x1, a product small enough to run on one thread, rows not much wider than the output."""
-    if not PADDED_ROWS or x.ndim != 4 or strides[0] != 1 or strides[1] != 1:
+    if x.ndim != 4 or strides[0] != 1 or strides[1] != 1:
         return False
     dtype = x.dtype
     if dtype not in _DTYPES or w.dtype != dtype or (b is not None and b.dtype != dtype):
@@ -53,7 +51,7 @@ def padded_rows_fit(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides:
     ow = wp - (kw - 1) * dilations[1]
     if (kh == 1 and kw == 1) or n == 0 or c == 0 or m == 0 or oh <= 0 or ow <= 0:
         return False
-    return wp <= PADDED_ROWS_MAX_WIDENING * ow and n * m * cg * kh * kw * oh * ow < blas.SPLIT_PRODUCT_MACS
+    return wp <= PADDED_ROWS_MAX_WIDENING * ow and n * m * cg * kh * kw * oh * ow < PRODUCT_THREADS.split_product_macs
 
 
 def _takes_threaded_product(x: np.ndarray, w: np.ndarray, begin: Sequence[int], end: Sequence[int],
@@ -118,7 +116,7 @@ class _RowsScratch:
 
 def padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
                         dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                        group: int) -> _RowsScratch | RowProductsScratch | None:
+                        group: int, tuning: NumpyTuning = DEFAULT_TUNING) -> _RowsScratch | RowProductsScratch | None:
     """This thread's scratch for the convolution when conv_padded_rows takes it, else None.
 
     Both the scratch (when small) and the refusals are kept per thread and shape, so a repeated
@@ -126,13 +124,13 @@ def padded_rows_scratch(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stri
     """
     kept = kept_scratch(_SCRATCH)
     key = (x.dtype, x.shape, w.dtype, w.shape, None if b is None else b.dtype, tuple(strides),
-           tuple(dilations), tuple(begin), tuple(end), group, PADDED_ROWS_MAX_WIDENING, blas.SPLIT_PRODUCT_MACS,
-           blas.THREADED_PRODUCT_MACS, PRODUCT_THREADS.threads, _row_products.ROW_PRODUCTS, _row_products.MIN_CHANNELS)
+           tuple(dilations), tuple(begin), tuple(end), group, PADDED_ROWS_MAX_WIDENING, PRODUCT_THREADS.split_product_macs,
+           PRODUCT_THREADS.threaded_product_macs, PRODUCT_THREADS.threads, tuning.row_products, _row_products.MIN_CHANNELS)
     scratch = kept.get(key, False)
     if scratch is False:
         scratch = None
         if padded_rows_fit(x, w, b, strides, dilations, begin, end):
-            if _row_products.row_products_fit(x, w, group):
+            if _row_products.row_products_fit(x, w, group, tuning):
                 scratch = RowProductsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, b is not None)
             else:
                 scratch = _RowsScratch(x.dtype, x.shape, w.shape, dilations, begin, end, group, b is not None,

@@ -27,17 +27,17 @@ import numpy as np
 
 from onnxplug.providers.numpy.runtime import blas
 from onnxplug.providers.numpy.runtime.threaded_blas import threaded_blas
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 
-#: False sends every small convolution to the padded-rows im2col (a switch for A/B measurements and tests).
-ROW_PRODUCTS = True
 #: Fewest input channels: below, the im2col copy costs less than the extra passes over the product.
 MIN_CHANNELS = 16
 
 
-def row_products_fit(x: np.ndarray, w: np.ndarray, group: int) -> bool:
+def row_products_fit(x: np.ndarray, w: np.ndarray, group: int, tuning: NumpyTuning = DEFAULT_TUNING) -> bool:
     """Whether a convolution the padded-rows path takes (see ``padded_rows.padded_rows_fit``) goes
-    to ``row_products``: one group, enough channels, the threaded BLAS loaded."""
-    return ROW_PRODUCTS and group == 1 and x.shape[1] >= MIN_CHANNELS and threaded_blas() is not None
+    to ``row_products``: switched on (``tuning.row_products``; off, the padded-rows im2col), one
+    group, enough channels, the threaded BLAS loaded."""
+    return tuning.row_products and group == 1 and x.shape[1] >= MIN_CHANNELS and threaded_blas() is not None
 
 
 def row_products_weights(w: np.ndarray, b: np.ndarray | None) -> np.ndarray:

@@ -11,7 +11,7 @@ there must be enough tiles to reuse them (``MIN_TILES``); with few channels the 
 than the products save (``MIN_CHANNELS``). F(4x4, 3x3)'s float32 results differ from im2col's by
 about 1e-5 of the output's magnitude (the transforms' coefficients go up to 8): several times the
 error of onnxruntime's direct (im2col + SGEMM) convolution, enough for a deep CNN (Inception-v3) to
-leave the zoo's tolerance. So the path is off by default (``WINOGRAD``): results must not be less
+leave the zoo's tolerance. So the path is off by default (provider option ``winograd``): results must not be less
 accurate than onnxruntime's for speed's sake; it stays for measurements and for its tests.
 
 The work goes on the product threads in units of about ``MIN_UNIT_TILES`` tiles or more: runs of
@@ -33,10 +33,9 @@ import numpy as np
 from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.kernels.conv.depthwise import Epilogue
 from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 from onnxplug.providers.numpy.kernels.conv.strided import strided_view
 
-#: True sends fitting convolutions here (off by default: less accurate than onnxruntime's, see above).
-WINOGRAD = False
 #: Fewest input and output channels: below, the transforms cost more than the products save.
 MIN_CHANNELS = 32
 #: Fewest 4x4 output tiles over all images: each transformed weight is used once per tile.
@@ -70,10 +69,12 @@ _AT = np.array([[1, 1, 1, 1, 1, 0],
 
 
 def winograd_fits(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequence[int],
-                  dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int) -> bool:
-    """Whether ``winograd_conv`` takes this convolution: 2-D, 3x3, stride 1, no dilation or group,
-    non-negative pads, float32, and enough channels, tiles and work (see the constants)."""
-    if not WINOGRAD or x.ndim != 4 or w.shape[2:] != (3, 3) or group != 1:
+                  dilations: Sequence[int], begin: Sequence[int], end: Sequence[int], group: int,
+                  tuning: NumpyTuning = DEFAULT_TUNING) -> bool:
+    """Whether ``winograd_conv`` takes this convolution: switched on (``tuning.winograd``), 2-D,
+    3x3, stride 1, no dilation or group, non-negative pads, float32, and enough channels, tiles and
+    work (see the constants)."""
+    if not tuning.winograd or x.ndim != 4 or w.shape[2:] != (3, 3) or group != 1:
         return False
     if tuple(strides) != (1, 1) or tuple(dilations) != (1, 1) or min(begin) < 0 or min(end) < 0:
         return False

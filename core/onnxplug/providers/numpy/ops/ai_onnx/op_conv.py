@@ -22,5 +22,5 @@ class Conv(NumpyKernel):
         strides, dilations, begin, end = self.conv_attrs.resolve(x.shape[2:], w.shape[2:])
         dt = blas_dtype(x.dtype)
         y = conv_nd(x.astype(dt, copy=False), w.astype(dt, copy=False), None if b is None else b.astype(dt, copy=False),
-                    strides, dilations, begin, end, self.conv_attrs.group, weights=self.weights)
+                    strides, dilations, begin, end, self.conv_attrs.group, weights=self.weights, tuning=self.tuning)
         return y.astype(x.dtype, copy=False)

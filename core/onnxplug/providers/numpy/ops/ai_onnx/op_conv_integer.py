@@ -14,4 +14,5 @@ class ConvInteger(NumpyKernel):
         begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
         xf = centered(x, x_zero_point)
         wf = centered(w, w_zero_point, w.shape[0], 0)
-        return exact_int32(conv_nd(xf, wf, None, strides, dilations, begin, end, int(self.attr("group", 1))))
+        return exact_int32(conv_nd(xf, wf, None, strides, dilations, begin, end, int(self.attr("group", 1)),
+                                     tuning=self.tuning))

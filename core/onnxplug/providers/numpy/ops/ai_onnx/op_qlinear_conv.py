@@ -17,7 +17,7 @@ class QLinearConv(NumpyKernel):
         begin, end = conv_pads(self.attr, x.shape[2:], kernel, strides, dilations)
         acc = conv_nd(centered(x, x_zero_point), centered(w, w_zero_point, w.shape[0], 0),
                       None if b is None else b.astype(np.float64), strides, dilations, begin, end,
-                      int(self.attr("group", 1)))
+                      int(self.attr("group", 1)), tuning=self.tuning)
         ws = np.asarray(w_scale, dtype=np.float32)
         if ws.size > 1:
             ws = ws.reshape((-1,) + (1,) * nd)

@@ -41,7 +41,8 @@ class SkipLayerNormalization(NumpyKernel):
         check_vector(self, "beta", beta, width)
         if not self.want_stats and x.shape == skip.shape and x.dtype in (np.float32, np.float64) and x.ndim == 3:
             check_vector(self, "bias", bias, width)
-            y = _RowBlocked._in_row_blocks(x, skip, gamma, beta, bias, self.epsilon, self.want_sum)
+            y = _RowBlocked._in_row_blocks(x, skip, gamma, beta, bias, self.epsilon, self.want_sum,
+                                           self.tuning.share_layer_norm_rows)
             return (y[0], None, None, y[1]) if self.want_sum else y
         total = skip_sum(self, x, skip, bias)
         y, mean, inv_std = normalize_rows(total, gamma, beta, self.epsilon, simplified=False)

@@ -77,7 +77,8 @@ class FusedConv(NumpyKernel):
             if z.shape != shape:  # adding a broadcast_to view was ~20 us slower on 24 x 56 x 56
                 z = np.broadcast_to(z, shape)
         epilogue = ResidualActivation(z, self.activation, self.activation_params)
-        return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue, self.weights)
+        return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue, self.weights,
+                       self.tuning)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:

@@ -17,8 +17,6 @@ from onnxplug.providers.numpy.registry import op
 #: of cache size, shared, wait for the GIL: 1024 x 256 in blocks of 128 rows 659 us on two threads,
 #: in two of 512 rows 450, against 534 on one thread), counting this many multiply-adds a value.
 MACS_PER_VALUE = 128
-#: False keeps every SkipLayerNormalization on the calling thread (for A/B measurements).
-SHARE_ROWS = True
 
 
 
@@ -89,7 +87,8 @@ class SkipLayerNormalization(NumpyKernel):
         epsilon = float(self.attr("epsilon", 1e-5))
         want_sum = len(self.node.outputs) > 1
         if x.shape == skip.shape and x.dtype == skip.dtype and x.dtype in _BLAS_FLOATS and x.ndim and x.shape[-1]:
-            return self._in_row_blocks(x, skip, gamma, beta, bias, epsilon, want_sum)
+            return self._in_row_blocks(x, skip, gamma, beta, bias, epsilon, want_sum,
+                                       self.tuning.share_layer_norm_rows)
         total = x + skip
         if bias is not None:
             total += bias
@@ -99,8 +98,9 @@ class SkipLayerNormalization(NumpyKernel):
     @staticmethod
     def _in_row_blocks(x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
                        bias: np.ndarray | None, epsilon: float,
-                       want_sum: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """The sum and its normalization one block of rows at a time, so the sum stays in cache."""
+                       want_sum: bool, share: bool = True) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """The sum and its normalization one block of rows at a time, so the sum stays in cache;
+        with ``share`` (provider option ``share_layer_norm_rows``) large ones over the product threads."""
         width = x.shape[-1]
         xs, skips = x.reshape(-1, width), skip.reshape(-1, width)
         y = np.empty(xs.shape, dtype=x.dtype)
@@ -116,7 +116,7 @@ class SkipLayerNormalization(NumpyKernel):
 
         threads = PRODUCT_THREADS.threads
         shared = -(-rows // threads)  # rows per thread
-        if not (SHARE_ROWS and rows >= 2 * threads
+        if not (share and rows >= 2 * threads
                 and parallel_for(threads, lambda k: block(k * shared, min(rows, k * shared + shared)),
                                  xs.size * MACS_PER_VALUE)):
             for lo in range(0, rows, step):
