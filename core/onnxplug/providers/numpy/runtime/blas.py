@@ -1,21 +1,15 @@
 """Matrix products of the numpy provider: single-threaded BLAS, split across our own threads, and
 a private threaded BLAS for large single products.
 
-numpy's BLAS (OpenBLAS) keeps one process-wide pool, and three of its traits hurt a runtime:
-- waking its sleeping workers costs more than a small product gains from them (measured here: a
-  16x144x1024 Conv was 3x slower on two threads than on one between other numpy calls);
-- its results depend on the pool size (one thread takes other code paths; the last bits differ);
-- the pool size set from a thread other than the main one is ignored.
-
-So the provider pins that pool to one thread. Work units shared over the provider's own threads
-(``parallel_for``) call it, one unit per thread at a time. A large product that runs alone on the
-calling thread (``matmul``) goes to a second OpenBLAS with ``intra_op_num_threads`` threads of its
-own (``threaded_blas``), whose workers take their share in microseconds. Without that library, a
-product of at least ``split_product_macs`` multiply-adds is cut into ``BLOCKS_PER_THREAD`` column
-(or row) blocks per thread, which the provider's threads take as they become free. Either way a
-product's cut depends only on its shapes and the thread count, so results are the same whichever
-thread runs it, and concurrent runs match serial ones bit for bit. The thresholds are provider
-options (``runtime.tuning``) held, like the thread count, process-wide by ``PRODUCT_THREADS``.
+numpy's OpenBLAS keeps one process-wide pool whose sleeping workers cost more to wake than a small
+product gains, whose results depend on its size, and whose size is ignored when set from another
+thread than the main one. So the provider pins that pool to one thread; work units shared over the
+provider's own threads (``parallel_for``) call it. A large product alone on the calling thread
+(``matmul``) goes to a second OpenBLAS with ``intra_op_num_threads`` threads (``threaded_blas``);
+without it, a product of at least ``split_product_macs`` multiply-adds is cut into column (or row)
+blocks. A product's cut depends only on its shapes and the thread count, so results match whichever
+thread runs it and concurrent runs match serial ones bit for bit. The thresholds are provider options
+(``runtime.tuning``), held process-wide by ``PRODUCT_THREADS``.
 """
 
 from __future__ import annotations
@@ -38,26 +32,22 @@ from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, PRODUCT_OPTI
 #: cut into blocks on the product threads without it.
 #: The threaded-BLAS threshold for a product that runs between long single-threaded stretches, such as a recurrent
 #: layer's input projection: the threaded BLAS's workers have gone to sleep by then, and waking them
-#: costs 100-250 us (bilstm at batch 1 took 1.05-1.2x as long with its 8.4M projection threaded).
+#: costs more than a mid-sized product gains.
 ISOLATED_THREADED_MACS = 32_000_000
 #: The same for a matrix-vector product (one row or one column, such as a classifier at batch 1),
 #: which the threaded BLAS runs as a gemv: memory-bound, so two threads pay once the matrix is about
-#: a core's L2 (2 MB): 1 x 512 @ 512 x 1000 44 -> 28 us, 1 x 1280 @ 1280 x 1000 177 -> 77 us; but
-#: 1 x 512 @ 512 x 512 14 -> 19 us (``threaded_gemv_macs``).
+#: a core's L2 (2 MB) (``threaded_gemv_macs``).
 #: Two operands under this many elements make fewer than split_product_macs multiply-adds
 #: (m*k*n <= a.size * b.size), so the product runs at once without looking at its shape.
 _SMALL = 4096
-#: Blocks of a split product per thread, shared out as threads become free (see ``_share``). Two
-#: were no better in paired runs (transformer batch 8 3-7% slower: each block packs the shared
-#: operand again).
+#: Blocks of a split product per thread, shared out as threads become free (see ``_share``). More
+#: blocks each pack the shared operand again.
 BLOCKS_PER_THREAD = 1
 #: Narrowest block a split may produce (columns or rows): BLAS kernels work in panels of 8-16.
 _MIN_BLOCK = 16
 #: Byte alignment of the recurrent kernels' kept weights: a cache line, as wide as an AVX-512
 #: vector. OpenBLAS's gemv and small-matrix kernels read the matrix in place, where malloc's 16-byte
-#: alignment costs:
-#: h^T (1 x 128) @ R^T (128 x 384) 2.5 us on a cache-line boundary, 3.4 us 16 or 48 bytes past one;
-#: a gate-blocked LSTM step (8 x 128 @ 4 x 128 x 128) 7.2 against 10.6 us.
+#: alignment slows them.
 ALIGNMENT = 64
 
 
@@ -111,7 +101,7 @@ class _ProductThreads:
                 raise TypeError(f"not a product threshold: {name!r}")
             setattr(self, name, value)
         threaded = threaded_blas()
-        controller = threadpoolctl.ThreadpoolController()  # ~0.5 ms, once per session
+        controller = threadpoolctl.ThreadpoolController()  # costly: once per session
         for lib in controller.lib_controllers:  # numpy's BLAS (and any other), not the threaded one
             if lib.user_api == "blas" and not is_threaded_blas_file(lib.filepath):
                 lib.set_num_threads(1)
@@ -147,7 +137,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     products = PRODUCT_THREADS
     parts = products.threads
     threshold = products.threaded_product_macs if threaded_macs is None else threaded_macs
-    if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay ~1 us here, not ~4
+    if a.ndim == 2 and b.ndim == 2:  # the common case first: small products pay least here
         m, k = a.shape
         n = b.shape[1]
         if threaded_macs is None and (m == 1 or n == 1):
@@ -159,12 +149,12 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
                 if done is not None:
                     return done
         if parts < 2 or m * k * n < products.split_product_macs:
-            # ndarray.dot makes the same BLAS call for matrices, with ~1.5 us less dispatch than the ufunc
+            # ndarray.dot makes the same BLAS call for matrices, with less dispatch than the ufunc
             return a.dot(b) if out is None else np.matmul(a, b, out=out)
     elif (b.ndim == 2 and a.ndim > 2 and a.size and a.shape[-1] == b.shape[0] and a.flags.c_contiguous
           and (out is None or out.flags.c_contiguous)):
         # one product over all of a's rows: numpy would make one BLAS call per leading index, a
-        # gemv each for a recurrent output (32, 1, 128) @ (128, 128) (37 us; folded 22 us)
+        # gemv each for a recurrent output such as (32, 1, 128) @ (128, 128)
         n = b.shape[1]
         rows = a.reshape(-1, a.shape[-1])
         if out is None:
@@ -262,8 +252,7 @@ def _share(count: int, body: Callable[[int], None], helpers: int) -> None:
     """``body(i)`` for every i < count, each unit taken in order by the calling thread or one of
     ``helpers`` workers, whichever is free first; returns when all are done.
 
-    The calling thread starts at once; a sleeping worker takes ~0.1-0.3 ms to wake on the test VM,
-    and a vCPU the host is busy with may not run it for longer. Sharing units instead of handing
+    The calling thread starts at once; a sleeping worker takes a while to wake, and a vCPU the host is busy with may not run it for longer. Sharing units instead of handing
     each thread a fixed half keeps a late worker from holding up the product: the calling thread
     takes the units it has not reached, and does not wait for a worker that never started."""
     taken = itertools.count()  # next() is atomic under the GIL

@@ -1,24 +1,12 @@
 """Channels-last (NHWC) convolutions of the numpy provider, for the ``com.onnxplug.nhwc`` ops.
 
-Two kinds of 2-D convolution have a channels-last formulation that beats the NCHW one in numpy:
-
-- depthwise ones (one channel per group): every kernel tap reads the padded input shifted by whole
-  pixels, and with the channels innermost a shifted output row is one run of ``out_w * C`` values.
-  So one ``np.einsum('abij,abj->ij')`` sums all the taps of an image, weighting each run by the
-  tap's weights tiled over the row: numpy's contiguous sum-of-products loop, with no im2col copies
-  (MobileNetV2's depthwise layers at batch 1: 9.5 ms in all, 18.4 ms in NCHW). Strides keep runs
-  contiguous by splitting the padded columns into stride phases.
-- 1x1 ones: ``(N*H*W, C_in) @ (C_in, C_out)``, a product whose rows are output pixels; one
-  worth splitting goes to the product threads in units of about 4K pixels (conv_1x1_nhwc).
-- dense ones on a few input channels (a network's stem on its image): im2col into taps-major
-  columns ``(taps, pixels)``, whose rows are long strided copies, then ``columns^T @ weights``,
-  which writes the channels-last output itself (MobileNetV2's 3 -> 32 stride-2 stem at batch 1:
-  0.41 ms against 0.70 ms for the NCHW im2col and the transpose after it).
-
-Everything else (other groups, kernels, ranks, negative pads) transposes to NCHW, runs the
-standard kernel and transposes back. A depthwise image is not cut into cache-sized bands of rows:
-slower at every band size tried (32 x 112 x 112 in bands of 8K outputs 4.8 ms, of 128K 1.6 ms,
-whole 1.3 ms), and bands shared by two threads at batch 1 gained nothing in MobileNetV2.
+Depthwise ones: with the channels innermost a tap's shifted output row is one run of ``out_w * C``
+values, so one ``np.einsum('abij,abj->ij')`` sums all the taps of an image with no im2col copies
+(stride phases keep strided runs contiguous). 1x1 ones: ``(N*H*W, C_in) @ (C_in, C_out)``, split
+over the product threads in units of about 4K pixels. Dense ones on a few input channels (a stem):
+im2col into taps-major columns, then ``columns^T @ weights``, which writes the channels-last output
+itself. Everything else transposes to NCHW, runs the standard kernel and transposes back. A
+depthwise image is not cut into cache-sized bands: that was slower at every band size tried.
 """
 
 from __future__ import annotations
@@ -45,8 +33,8 @@ BIAS_TILE = 64
 
 _SCRATCH = ThreadScratch(32 << 20)
 
-#: numpy's C einsum without the Python wrapper and its array-function dispatch (~0.9 us a call:
-#: 2.2 against 1.3 us on a tiny sum); np.einsum where numpy does not expose it.
+#: numpy's C einsum without the Python wrapper and its array-function dispatch; np.einsum where
+#: numpy does not expose it.
 _EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", None) or np.einsum
 
 
@@ -174,7 +162,7 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
         part = scratch[sw * hp * row:].reshape(oh, ow * c) if len(groups) > 1 else None
         sum_taps(phases, groups, tiles, sh, dh, target, part)
         if bias_row is not None:
-            target += bias_row  # a row-long operand: ~2x faster than broadcasting C values
+            target += bias_row  # a row-long operand: faster than broadcasting C values
         if epilogue is not None:
             epilogue(out[i], (i,))
 
@@ -186,10 +174,9 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
 
 
 #: A depthwise tap's cost per output value, in multiply-adds of a product (einsum's tap sums run at
-#: ~5 G multiply-adds/s), for sharing images over the product threads (``parallel_for``).
-#: MobileNetV2's 7 x 7 x 960 layers at batch 8 then go to both threads (alone: 1016-1032 against
-#: 777-795 us); the stride-2 14 x 14 x 576 one stays on one (957-983 us; shared 1218-1227, its
-#: shorter calls waiting for the GIL). In the model at batch 8, paired against 4: 0.992.
+#: ~5 G multiply-adds/s), for sharing images over the product threads (``parallel_for``):
+#: MobileNetV2's 7 x 7 x 960 layers at batch 8 then go to both threads, its stride-2 14 x 14 x 576
+#: one stays on one (shorter calls would wait for the GIL).
 DEPTHWISE_MACS_PER_TAP = 12
 
 #: Dense convolutions with at most this many input channels run channels-last (conv_dense_nhwc):
@@ -294,7 +281,7 @@ class PointwiseWeights:
 
 def add_bias_rows(y2: np.ndarray, bias_row: np.ndarray) -> None:
     """``y2`` (pixels, C_out) += bias, through rows of BIAS_TILE pixels where they are whole (a
-    long operand: ~2x faster than broadcasting C_out values)."""
+    long operand: faster than broadcasting C_out values)."""
     m, cout = y2.shape
     whole = m - m % BIAS_TILE
     if whole:
@@ -311,12 +298,12 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
 
     With ``augmented`` ([wt; bias], see ``folds_bias``) the bias rides in the product instead,
     against a column of ones after the input pixels in scratch: copying the narrower input costs
-    less than a pass over the output (MobileNetV2's expansions: 0.84-0.99 of the time).
+    less than a pass over the output.
 
     A product worth splitting goes to the product threads in units of about UNIT_PIXELS output
     pixels (whole images, or bands of an image's rows), each with its own copy, bias and epilogue
-    while its output is still in cache: MobileNetV2's 16 -> 96 expansion at batch 8 took 4.9-5.5 ms
-    so, 9.4 ms as one split product followed by whole passes, which are memory-bound."""
+    while its output is still in cache, rather than one split product followed by whole passes,
+    which are memory-bound."""
     sampled = x[(slice(None),) + tuple(slice(None, None, s) for s in strides)] if any(s != 1 for s in strides) else x
     cin, cout = wt.shape
     m = math.prod(sampled.shape[:-1])

@@ -1,25 +1,14 @@
 """Depthwise convolution (one input channel per group) as small matmuls per channel, in large units.
 
-Work goes in units of one image and a block of channels, with one of three formulations:
-
-- shifted rows (stride-1 2-D images): per kernel column, a copy of the unit's padded input rows
-  shifted by that column and cut to the output width; each kernel row then reads one run of every
-  copy in place, laid out as the output, so one batched matmul (a BLAS gemv per kernel row and
-  channel) gives a partial output per kernel row, and their sum is the output;
-- columns (any stride, dilation, rank): the unit's channels are copied, padded, into a scratch
-  split into stride phases, each channel's phase plane flattened into one row; every kernel offset
-  reads one run of a phase row per channel, so the columns ``(taps, channels, run)`` are filled
-  with one copy per phase in long contiguous runs, and one batched matmul
-  ``weights (channels, mult, taps + bias) @ columns`` sums the taps and adds the bias. For 2-D
-  images a phase row keeps only as many columns as the output has, so the matmul writes the output;
-- channels-last (outputs of a few dozen positions per channel, where a BLAS call per channel costs
-  more than its arithmetic): a multiply and an add per tap over runs of channels.
-
-The BLAS formulations move less memory and make fewer numpy calls than a multiply and an add per
-tap (measured: MobileNetV2's depthwise layers 1.2-1.3x faster in all, single-threaded). numpy calls
-cost microseconds here, so units are large (4 MB: with the columns formulation 2.7x faster in all
-than 256 KB units), and their temporaries come from a buffer each thread keeps. The caller's
-epilogue (residual, activation) runs on each unit's output.
+Work goes in units of one image and a block of channels, with one of three formulations: shifted
+rows (stride-1 2-D: per kernel column a shifted copy of the padded rows, then one batched matmul
+per kernel row, summed); columns (any stride, dilation, rank: the channels copied into stride-phase
+rows, then one batched ``weights (channels, mult, taps + bias) @ columns`` sums the taps and adds
+the bias); channels-last (outputs of a few dozen positions per channel, where a BLAS call per
+channel costs more than its arithmetic: a multiply and an add per tap over runs of channels). The
+BLAS formulations move less memory and make fewer numpy calls than a multiply-add per tap; units
+are large and their temporaries come from a buffer each thread keeps. The caller's epilogue
+(residual, activation) runs on each unit's output.
 """
 
 from __future__ import annotations
@@ -44,16 +33,13 @@ BLOCK_BYTES = 4 << 20
 
 # 2-D outputs with at most ``tuning.depthwise_channels_last_max_out`` (64) positions per channel
 # use the channels-last scratch: one BLAS call per channel costs more than its few dozen
-# multiply-adds (measured: 7x7 outputs ~1.2x faster channels-last, 14x14 ones ~1.2x faster with
-# columns). Stride-1 2-D convolutions use the shifted-rows formulation (``tuning.depthwise_shifted_rows``):
-# ~20% less memory traffic than columns (measured on MobileNetV2's stride-1 layers: 0.8-1.0x the
-# columns' time, 0.9x in all).
+# multiply-adds (7x7 outputs run faster channels-last, 14x14 ones with columns). Stride-1 2-D
+# convolutions use the shifted-rows formulation (``tuning.depthwise_shifted_rows``): ~20% less
+# memory traffic than columns.
 
 #: Weight of a depthwise multiply-add against a large matmul's in the work given to
 #: ``parallel_for``: only layers of ~0.5-1M outputs or more (batched ones) use both product
-#: threads. The copies and gemvs are memory-bound: on the 2-core test VM, splitting MobileNetV2's
-#: batch-1 layers (50k-450k outputs) across two threads gained nothing (all of them: 15.5 vs
-#: 12.4 ms; 144 x 56 x 56: 2.31 vs 2.27 ms).
+#: threads. The copies and gemvs are memory-bound, so splitting smaller layers gains nothing.
 DEPTHWISE_MAC_COST = 4
 
 

@@ -1,20 +1,13 @@
 """Convolution arithmetic shared by Conv, ConvTranspose, ConvInteger, QLinearConv and Col2Im.
 
-Conv is computed in one of six vectorised ways, all BLAS-backed or elementwise:
-- 1x1 kernels: a plain (batched) matmul over the flattened spatial axes;
-- depthwise (one input channel per group): sums of shifted rows in cache-sized blocks, with no
-  im2col buffer (see depthwise);
-- large float32 3x3 stride-1 ones: Winograd's F(4x4, 3x3), a quarter of the multiply-adds (see
-  winograd);
-- small stride-1 2-D convolutions: im2col over padded-width rows, in scratch each thread keeps
-  per shape (see padded_rows); with 16 or more channels, one accumulating product per
-  kernel row instead, over copies of the column shifts only (see row_products);
-- everything else: im2col from a strided window view (one copy) and one batched matmul.
-
-Where it costs less than a pass over the output, the product adds the bias: the weights get the
-bias as one more column (BiasedWeights, kept for constant initializers) and the columns a row of
-ones. numpy adds a broadcast bias column ~2.5x slower per value than a full operand, and takes
-a maximum against a scalar ~4x slower than against an array, hence also ``zeros_operand``.
+Conv is computed in one of six vectorised ways, all BLAS-backed or elementwise: 1x1 kernels as a
+plain (batched) matmul; depthwise ones as sums of shifted rows in cache-sized blocks (depthwise);
+large float32 3x3 stride-1 ones with Winograd's F(4x4, 3x3) (winograd); small stride-1 2-D ones by
+im2col over padded-width rows (padded_rows) or, with 16 or more channels, one accumulating product
+per kernel row (row_products); everything else by im2col from a strided window view and one batched
+matmul. Where it costs less than a pass over the output, the product adds the bias (one more weight
+column against a row of ones), since numpy adds a broadcast operand, or takes a maximum against a
+scalar, far slower than against a full array (hence also ``zeros_operand``).
 """
 
 from __future__ import annotations
@@ -72,7 +65,7 @@ _ZERO_VIEWS: dict[tuple, np.ndarray] = {}
 def zeros_operand(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A read-only C-contiguous array of zeros of ``shape``, cut from a buffer kept per dtype: an
     operand for ``np.maximum`` that keeps numpy on its fast array-array loop (against a scalar it
-    takes a ~4x slower one). Views are kept per shape (a look-up is ~10x cheaper than cutting one)."""
+    takes a slower one). Views are kept per shape (a look-up is cheaper than cutting one)."""
     key = (shape, dtype)
     view = _ZERO_VIEWS.get(key)
     if view is None:
@@ -92,7 +85,7 @@ def zeros_operand(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 class ConvAttributes:
     """A Conv-like node's geometry attributes, read once when its kernel is made; ``resolve`` gives
     (strides, dilations, pads_begin, pads_end) for an input, kept per input and kernel shape (the
-    per-call attribute reads and pad arithmetic cost ~10 us, as much as a small conv's copies)."""
+    per-call attribute reads and pad arithmetic cost as much as a small conv's copies)."""
 
     _KEEP_SHAPES = 16
 
@@ -131,7 +124,7 @@ class BiasedWeights:
     """A conv kernel's weights with its bias as one more column, (group, M / group, taps + 1), for
     the products that add the bias against a row of ones in the columns. Kept across calls when
     the kernel's W and B are constant initializers (a session passes the same arrays every run):
-    rebuilding costs a copy of the weights, ~2 us for small ones, ~1 ms for ResNet-18's last."""
+    rebuilding costs a copy of the weights."""
 
     def __init__(self, constant: bool) -> None:
         self.constant = constant
@@ -141,7 +134,7 @@ class BiasedWeights:
 
     def winograd(self, w: np.ndarray) -> np.ndarray:
         """The kernels in Winograd's transform domain (see winograd.transform_weights), kept like
-        the biased weights (36 x 64 x 64 take ~0.3 ms to build)."""
+        the biased weights."""
         kept = self._winograd
         if kept is not None and kept[0] is w:
             return kept[1]
@@ -281,9 +274,7 @@ def _finisher(b: np.ndarray | None, epilogue: Epilogue | None, nd: int) -> Finis
 
 #: An im2col convolution whose columns for one image take at least 4x this many bytes goes in bands
 #: of output rows whose columns take about this much, so that they stay in a core's L2 cache from
-#: the copy to the product (ResNet-18's 7x7 stem, 7.4 MB of columns an image: 16.0 -> 13.2 ms at
-#: batch 8, 2.10 -> 1.82 ms at batch 1). Below 4x, bands cost more than they save (its 3x3
-#: stride-2 layers, 1.8 MB an image, were up to 5% slower in bands of 1 MB).
+#: the copy to the product. Below 4x, bands cost more than they save.
 IM2COL_BAND_BYTES = 1 << 20
 
 
@@ -293,7 +284,8 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Se
     """im2col + one matmul per group. With ``bias_row`` (provider option ``im2col_bias_row``) the
     bias is added by the matmul, as one more weight column against a row of ones, when the weights
     with it are kept or cost no more to build than a bias pass over the output (numpy's add
-    against a broadcast operand runs ~2.5x slower than against a full one). Large convolutions go in units of one image (or a band of output
+    against a broadcast operand runs slower than against a full one). Large convolutions go in
+    units of one image (or a band of output
     rows, when there are fewer images than threads or an image's columns are large, see
     IM2COL_BAND_BYTES) on each product thread, so the column copy runs in parallel too and its
     buffer stays small."""
@@ -355,7 +347,7 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Se
 
 #: 1x1 convolutions with a bias and at most this many input channels per output channel put the
 #: bias in the product: the input is copied into columns under a row of ones (a copy of C x P
-#: values instead of a pass adding a broadcast column to the M x P output, ~2.5x slower per value).
+#: values instead of a slower pass adding a broadcast column to the M x P output).
 ONE_BY_ONE_BIAS_ROW_MAX_RATIO = 1.0
 _ONES_ROW_SCRATCH = threading.local()
 

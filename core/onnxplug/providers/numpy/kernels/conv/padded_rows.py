@@ -91,8 +91,7 @@ class _RowsScratch:
         # Window (kh, kw) of channel c of image i is one run of p elements of the flat padded
         # planes. Columns are (N, group, taps, P), one product per image; or, ``wide``, the
         # images side by side, (group, taps, N * P), one product for the batch, which the threaded
-        # BLAS takes (on one thread per-image products are faster: 8 x (16 x 28) @ (28 x 1088)
-        # took 77 us, (16 x 28) @ (28 x 8704) 143 us).
+        # BLAS takes (on one thread per-image products are faster).
         if wide:
             lead, lead_strides, inner, inner_strides = (group,), (cg * plane * it,), (n, p), (c * plane * it, it)
         else:
@@ -147,17 +146,15 @@ def conv_padded_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, scratch
 
     Output row ``r`` is computed at the padded width ``wp``: then window (kh, kw) of a channel is
     one contiguous run of the flat padded plane, from ``kh * dh * wp + kw * dw``, so the im2col
-    copy moves long runs (the strided-window one moves runs of one output row: 2-3x slower on
-    32x32 images), and the product's extra ``wp - ow`` columns of each row are dropped when the
+    copy moves long runs (the strided-window one moves runs of one output row), and the product's extra ``wp - ow`` columns of each row are dropped when the
     result is copied out. A bias ``b`` goes in the weights as one more column (``weights`` keeps
     them), against a row of ones in the columns: the product adds it. ``scratch``
     (padded images with zero borders, columns, product; see padded_rows_scratch) is kept per
     thread and shape, so a call writes the image interior, copies the windows, multiplies and
     copies out.
 
-    The copies run on the calling thread (splitting the images of a batch-8 16->16 3x3 conv on
-    32x32 across the two product threads was 10-35% slower: the hand-off, and the copies
-    competing); the product covers all images at once, so a large one takes the threaded BLAS.
+    The copies run on the calling thread (splitting them across the product threads loses to the
+    hand-off and the copies competing); the product covers all images at once, so a large one takes the threaded BLAS.
     With enough channels, a RowProductsScratch replaces the im2col by one product per kernel row
     (see row_products).
     """

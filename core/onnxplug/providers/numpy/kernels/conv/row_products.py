@@ -1,22 +1,14 @@
 """Small stride-1 2-D convolutions as one accumulating product per kernel row.
 
 The padded-rows path (``padded_rows.conv_padded_rows``) computes every output row at the padded
-width ``wp``, so a window's shift by ``i`` kernel rows is a shift by ``i * dh * wp`` along the
-flattened padded planes. Its im2col copies all ``kh * kw`` shifts of each channel. Here the padded
-planes of the whole batch lie channel-major, (C, N * hp * wp), and only the ``kw`` column shifts
-are copied, as the rows of ``columns`` (kw * C [+ a row of ones for the bias], L). Kernel row ``i``
-then reads ``columns`` from column ``i * dh * wp`` on, in place: a view with row stride L, which
-BLAS takes as it is. The ``kh`` products (M x kw * C) @ (kw * C x span) accumulate into one
-(M, L) product with beta = 1, so the copy is ``kw * C`` rows instead of ``kh * kw * C``.
-
-numpy's matmul cannot accumulate, so the products go to the threaded BLAS (``blas.gemm_into``);
-without it the padded-rows im2col stays. With few channels the im2col copy is cheap and its single
-product with K = kh * kw * C is the faster one, hence ``MIN_CHANNELS``.
-
-Measured (in the history of docs/benchmarks.md), 16 -> 16 3x3 on 32 x 32 images: 8 images
-577 against 903 us standalone, and the If model 0.83x as long at batch 8 and 0.93x at batch 1
-(paired; one image alone is within 10% either way); 3 -> 16 stays with im2col (155 against 207 us
-for 8 images).
+width ``wp``, so a shift by ``i`` kernel rows is a shift by ``i * dh * wp`` along the flattened
+padded planes. Here the padded planes of the batch lie channel-major, (C, N * hp * wp), and only the
+``kw`` column shifts are copied, as the rows of ``columns`` (kw * C [+ a row of ones for the bias],
+L); kernel row ``i`` reads ``columns`` in place from column ``i * dh * wp`` on, and the ``kh``
+products accumulate into one (M, L) product with beta = 1, so the copy is ``kw * C`` rows instead of
+``kh * kw * C``. numpy's matmul cannot accumulate, so this needs the threaded BLAS
+(``blas.gemm_into``); with few channels the im2col copy is cheap and its single product the faster
+one, hence ``MIN_CHANNELS``.
 """
 
 from __future__ import annotations

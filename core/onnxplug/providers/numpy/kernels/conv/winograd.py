@@ -1,26 +1,14 @@
 """3x3 stride-1 convolutions by Winograd's minimal filtering F(4x4, 3x3) (Lavin and Gray, 2016).
 
-Every 6x6 input tile (tiles step by 4) and every 3x3 kernel are taken to a 6x6 transform domain,
-where the convolution becomes 36 independent products over the channels, (K x C) @ (C x tiles);
-the products' 4x4 output tiles come back through a third transform. That is 36 multiply-adds per
-four output values and channel pair instead of im2col's 9 x 16 = 144: a quarter. Each transform is
-separable, so each half is one BLAS product with K = 6 (or 6 of them), a pass over the data.
-
-Where it pays: the transformed weights are 36/9 = 4x the kernel's, each read once per product, so
-there must be enough tiles to reuse them (``MIN_TILES``); with few channels the transforms cost more
-than the products save (``MIN_CHANNELS``). F(4x4, 3x3)'s float32 results differ from im2col's by
-about 1e-5 of the output's magnitude (the transforms' coefficients go up to 8): several times the
-error of onnxruntime's direct (im2col + SGEMM) convolution, enough for a deep CNN (Inception-v3) to
-leave the zoo's tolerance. So the path is off by default (provider option ``winograd``): results must not be less
-accurate than onnxruntime's for speed's sake; it stays for measurements and for its tests.
-
-The work goes on the product threads in units of about ``MIN_UNIT_TILES`` tiles or more: runs of
-whole images, or bands of tile rows of a single image. Each unit transforms, multiplies and writes
-its own part of the output (with bias and epilogue) while it is in cache, in scratch each thread
-keeps. Images too small for a unit go in one, whose 36 products are shared over the threads.
-
-Memory: a kernel with constant weights keeps its transformed weights, 4x the kernel's size (151 MB
-for all of ResNet-18's 3x3 stride-1 layers, which its batch-8 run uses; 9.4 MB at batch 1).
+Every 6x6 input tile (tiles step by 4) and every 3x3 kernel go to a 6x6 transform domain, where the
+convolution becomes 36 products over the channels, (K x C) @ (C x tiles): a quarter of im2col's
+multiply-adds. The transforms are separable BLAS products. It pays with enough tiles to reuse the
+4x larger transformed weights (``MIN_TILES``) and enough channels (``MIN_CHANNELS``). Its float32
+results differ from im2col's by about 1e-5 of the output's magnitude, several times onnxruntime's
+error, so the path is off by default (provider option ``winograd``): results must not be less
+accurate than onnxruntime's for speed's sake. Work goes on the product threads in units of about
+``MIN_UNIT_TILES`` tiles, each transformed, multiplied and written while in cache. Constant weights
+keep their transform, 4x the kernel's size.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ class ResidualActivation:
     then the activation, in place on a unit's output ``view`` = ``y[index]``.
 
     Relu takes the maximum against an array of zeros: numpy's float maximum against a scalar 0 runs
-    a ~4x slower loop (measured: 16 x 32 x 32 float32, 11 vs 2.7 us).
+    a slower loop.
     """
 
     def __init__(self, z: np.ndarray | None, name: str, params: Sequence[float]) -> None:
@@ -74,7 +74,7 @@ class FusedConv(NumpyKernel):
             out_sp = [(x.shape[2 + i] + begin[i] + end[i] - (k - 1) * d - 1) // s + 1
                       for i, (k, s, d) in enumerate(zip(w.shape[2:], strides, dilations))]
             shape = (x.shape[0], w.shape[0], *out_sp)
-            if z.shape != shape:  # adding a broadcast_to view was ~20 us slower on 24 x 56 x 56
+            if z.shape != shape:  # a broadcast_to view (its cost: docs/benchmarks.md)
                 z = np.broadcast_to(z, shape)
         epilogue = ResidualActivation(z, self.activation, self.activation_params)
         return conv_nd(x, w, b, strides, dilations, begin, end, self.conv_attrs.group, epilogue, self.weights,
