@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
-from onnxplug_sdk.elementwise import BOOL, FLOATS, INTS, NUMERIC, SIGNED, UNSIGNED
+from onnxplug_sdk.elementwise import BOOL, FLOATS, INTS, NUMERIC, SIGNED, UNSIGNED, c_function
 
 __all__ = ["ALL", "BOOL", "C_TYPES", "FLOATS", "INTS", "NUMERIC", "SIGNED", "UNSIGNED", "c_type", "dtype_name",
            "literal", "math_fn"]
@@ -56,4 +56,4 @@ def literal(value: float | int | bool, dtype: str) -> str:
 
 def math_fn(name: str, dtype: str) -> str:
     """The C math function ``name`` for ``dtype``: ``expf`` for float32, ``exp`` for float64."""
-    return f"{name}f" if dtype == "float32" else name
+    return c_function(name, dtype, suffixed=True)

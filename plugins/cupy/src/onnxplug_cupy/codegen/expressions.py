@@ -24,7 +24,6 @@ from onnxplug_sdk.elementwise import (
     GELU_SQRT_HALF,
     LOGIC,
     NOT,
-    c_function,
     gelu_attrs,
     mod_attrs,
     read_attrs,
@@ -83,7 +82,7 @@ class OpRule:
 
 
 def _f(name: str) -> Expr:
-    return lambda a, at, t: f"{c_function(name, t, suffixed=True)}({a[0]})"
+    return lambda a, at, t: f"{math_fn(name, t)}({a[0]})"
 
 
 def _binary(op: str, dtypes: frozenset[str] = NUMERIC) -> OpRule:
