@@ -19,8 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("core/onnxplug", "plugins/numba/src", "plugins/opencl/src", "plugins/cupy/src",
                "provider_sdk/src", "conformance/src", "benchmarks")
 MAX_DOCSTRING_LINES = 12
-#: Folders not checked yet.
-EXCLUDED = ("core/onnxplug/providers/numpy",)
 
 _NUMBER = r"(?<![\w.])~?\d+(?:[.,]\d+)?(?:\s?(?:-|to)\s?~?\d+(?:[.,]\d+)?)?"
 #: A figure with a unit of elapsed time, a ratio of speeds, or history of the code itself.
@@ -39,8 +37,7 @@ SETTING = re.compile(r"\b(?:pause|pauses|timeout|limit|deadline|sleep|interval|b
 
 def source_files() -> list[Path]:
     return [path for folder in SOURCE_DIRS for path in sorted((ROOT / folder).rglob("*.py"))
-            if not any(part.endswith(".egg-info") for part in path.parts)
-            and not str(path.relative_to(ROOT)).startswith(EXCLUDED)]
+            if not any(part.endswith(".egg-info") for part in path.parts)]
 
 
 def prose(source: str) -> list[tuple[int, str]]:
