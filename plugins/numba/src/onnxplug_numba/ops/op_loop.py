@@ -1,16 +1,14 @@
 """Loop: the whole loop compiled into one numba function when its body is simple enough.
 
-An RNN cell unrolled by a Loop runs a handful of tiny ops per iteration; on the generic path each
-is a kernel call from Python; compiled, a whole iteration costs about as much as one such call.
-The body is compiled at the first call, for the ranks and dtypes of that call's values
-(``fusion.loop_codegen``); numba caches the machine code on disk.
-
-Everything else runs on the generic path (``run_generic``: the body planned on the session's
-providers by ``KernelContext.compile_subgraph``, called once per iteration, as the default
-provider's Loop does): zero iterations, values that are not tensors, ranks the generator does not
-handle, any error raised by the compiled loop (the generic path then raises the error that
-names the body node at fault, or computes the result if the compiled loop was wrong to fail), and
-profiled runs, so that a profile has an event per body node per iteration.
+An RNN cell unrolled by a Loop runs a handful of tiny ops per iteration, each a kernel call from
+Python on the generic path; compiled, a whole iteration costs about as much as one such call. The
+body is compiled at the first call, for the ranks and dtypes of that call's values
+(``fusion.loop_codegen``); numba caches the machine code on disk. Everything else runs on the
+generic path (``run_generic``: the body planned by ``KernelContext.compile_subgraph``, called once
+per iteration): zero iterations, values that are not tensors, ranks the generator does not handle,
+profiled runs (a profile has an event per body node per iteration), and any error raised by the
+compiled loop (the generic path then names the body node at fault, or computes the result if the
+compiled loop was wrong to fail).
 """
 
 from __future__ import annotations
