@@ -55,12 +55,17 @@ def prose(source: str) -> list[tuple[int, str]]:
     return lines
 
 
+def _is_setting(text: str, start: int, end: int) -> bool:
+    """A time figure next to a word that makes it a chosen value rather than a measured one."""
+    return bool(SETTING.search(text[max(0, start - 40):end + 25]))
+
+
 def readings(source: str) -> list[str]:
     found = []
     for number, text in prose(source):
         for kind, pattern in READINGS.items():
             match = pattern.search(text)
-            if match and not (kind == "time" and SETTING.search(text)):
+            if match and not (kind == "time" and _is_setting(text, match.start(), match.end())):
                 found.append(f"{number}: [{kind}] {text.strip()}")
                 break
     return found
@@ -76,6 +81,7 @@ def docstring_lines(source: str) -> int:
     ("# took 290 us on one thread, 320-840 us in two halves", "time"),
     ('"""A 40 MB array cost 6.8 ms to allocate."""', "time"),
     ("# a full import runs every export, ~12 s", "time"),
+    ("#: blocks of cache size, shared, wait for the GIL: 1024 x 256 in blocks of 128 rows 659 us on two", "time"),
     ("# measured 2.5x slower GRU at batch 8", "ratio"),
     ("# 3-5x faster than im2col", "ratio"),
     ("# a 20% speed-up", "ratio"),

@@ -14,8 +14,7 @@ from onnxplug.providers.numpy.ops._nn_util import _BLAS_FLOATS  # normalized ove
 from onnxplug.providers.numpy.registry import op
 
 #: A large SkipLayerNormalization goes to the product threads in one block of rows each (blocks
-#: of cache size, shared, wait for the GIL: 1024 x 256 in blocks of 128 rows 659 us on two threads,
-#: in two of 512 rows 450, against 534 on one thread), counting this many multiply-adds a value.
+#: of cache size, shared, wait for the GIL), counting this many multiply-adds a value.
 MACS_PER_VALUE = 128
 
 
