@@ -4,8 +4,8 @@
 
 Prints a Markdown table of medians and ratios (ours / onnxruntime) and the geomean ratio. With
 ``--repeat N`` the whole suite is measured N times over (the same sessions), and the table gives
-each row's median ratio over the passes with its range, then every pass's geomean: on a shared
-machine single rows move by up to 2x from one pass to the next.
+each row's median ratio over the passes with its range, then every pass's geomean, since on a
+shared machine single rows move a lot from one pass to the next.
 """
 
 from __future__ import annotations
