@@ -105,3 +105,27 @@ def test_opencl_names_a_string_tensor():
     model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
     found = _declines(model, "opencl")
     assert found["gather"] == ("dtype", "'words' is object, which OpenCL C kernels have no type for")
+
+
+def test_numba_names_the_loop_body_node_it_cannot_compile():
+    _needs("numba")
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Softmax", ["x_in"], ["x_out"], name="body_softmax", axis=-1),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("x_in", f, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", f, [2, 3])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "c", "x"], ["y"], body=body, name="the_loop")],
+        "g", [helper.make_tensor_value_info("x", f, [2, 3])], [helper.make_tensor_value_info("y", f, [2, 3])],
+        [helper.make_tensor("n", TensorProto.INT64, [], [2]), helper.make_tensor("c", TensorProto.BOOL, [], [True])])
+    model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
+    found = _declines(model, "numba")
+    assert found["the_loop"] == ("op", "body node 'body_softmax' (Softmax) has an op the compiled loop does not generate")
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    got = ort.InferenceSession(model, _options(), providers=["numba"]).run(None, {"x": x})[0]
+    want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

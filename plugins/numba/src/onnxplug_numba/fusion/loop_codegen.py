@@ -74,15 +74,23 @@ def body_constants(body: Graph) -> dict[str, np.ndarray]:
 def body_supported(body: Graph, view: GraphView) -> bool:
     """Whether every node of ``body`` is an op this module compiles, with supported attributes and
     dtypes (``view`` gives the element types, the body's own and its outer scope's)."""
+    return first_unsupported(body, view) is None
+
+
+def first_unsupported(body: Graph, view: GraphView) -> tuple[Node, str] | None:
+    """The first node of ``body`` this module does not compile, and why (``"op"``: not an op it
+    generates; ``"attribute"``: its attributes, element types or ranks), or None."""
     constants = body_constants(body)
     for node in body.nodes:
         if _is_fused_gemm(node):
             known = node.attr("activation", "") in FUSED_GEMM_ACTIVATIONS
         else:
             known = node.domain in ("", "ai.onnx") and node.op_type in OPS and not node.subgraphs
-        if not known or not _node_ok(node, view, constants):
-            return False
-    return True
+        if not known:
+            return node, "op"
+        if not _node_ok(node, view, constants):
+            return node, "attribute"
+    return None
 
 
 def _is_fused_gemm(node: Node) -> bool:

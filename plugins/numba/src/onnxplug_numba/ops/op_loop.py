@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from numba.core.errors import NumbaError
-from onnxplug_sdk import GraphView, KernelContext, Node, check_terminate, errors
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node, check_terminate, errors
 
 from onnxplug_numba.fusion import cache, loop_codegen
 from onnxplug_numba.kernels import native_parallel
@@ -42,21 +42,29 @@ class Loop(NumbaKernel):
     wants_scope = True
 
     @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool:
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         from onnxplug_numba.subgraph_types import TypedView
 
         body = node.attr("body")
-        if body is None or not native_parallel.AVAILABLE or len(node.inputs) < 2:
-            return False
+        if body is None or len(node.inputs) < 2:
+            return Decline("attribute", "no body, or fewer than two inputs")
+        if not native_parallel.AVAILABLE:
+            return Decline("device", "numba's parallel layer (native_parallel) is not available here")
         if not node.inputs[0] and not node.inputs[1]:
-            return False  # no limit at all: an endless loop on any path
+            return Decline("attribute", "neither a trip count nor a condition: endless on any path")
         if any(vi.name in body.initializers for vi in body.inputs):
-            return False
+            return Decline("attribute", "a body input is also a body initializer")
         for name in node.inputs[2:]:
             t = view.type_of(name) if name else None
             if t is None or t.kind != "tensor":
-                return False
-        return loop_codegen.body_supported(body, TypedView(GraphView(body, body.nodes)))
+                return Decline("dtype", f"carried value {name!r} is not a tensor of known type")
+        found = loop_codegen.first_unsupported(body, TypedView(GraphView(body, body.nodes)))
+        if found is not None:
+            bad, kind = found
+            what = ("an op the compiled loop does not generate" if kind == "op" else
+                    "attributes, element types or ranks the compiled loop does not generate")
+            return Decline(kind, f"body node {bad.name or '<unnamed>'!r} ({bad.op_type}) has {what}")
+        return True
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
