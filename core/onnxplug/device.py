@@ -70,6 +70,13 @@ class Allocator(ABC):
 
     #: The device whose memory this allocator hands out.
     device: Device
+    #: Classes of this device's values; when set, every kernel output of a provider on a device
+    #: other than the host is checked to be one (host values must be ``np.ndarray``).
+    array_types: tuple[type, ...] = ()
+    #: True when the allocator implements ``allocation_mark()`` and ``allocated_since(mark)`` (the
+    #: calling thread's buffers allocated after the mark and still live): the executor then frees
+    #: what a kernel allocated and did not return, and reports it as ``KernelError``.
+    tracked: bool = False
 
     @abstractmethod
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:

@@ -73,6 +73,7 @@ class Step:
     op_type: str = ""  # for profiles: the node's op type, or "A+B+..." for a fused subgraph
     #: called with the step's inputs before its kernel (onnxplug.allocation_limit); None for most steps
     guard: Callable[..., None] | None = None
+    expects: list[Any] = field(default_factory=list)  # per output: its inferred ValueType, or None
 
 
 @dataclass
@@ -154,7 +155,8 @@ def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Gro
         outs = [located(o, dev) if o else "" for o in group.outputs]
         steps.append(Step(group.name, StepKind.FUSED if group.fused else StepKind.NODE, p, ins, outs,
                           make_kernel(group), scope, scope_values,
-                          op_type="+".join(n.op_type for n in group.nodes)))
+                          op_type="+".join(n.op_type for n in group.nodes),
+                          expects=[graph.type_of(o) if o else None for o in group.outputs]))
 
     outputs: dict[str, PlannedValue] = {}
     for vi in graph.outputs:
@@ -294,20 +296,33 @@ def run_compiled(plan: Plan, feeds: Mapping[Any, Any], scope: Mapping[str, Any] 
         if stats is None:
             return compiled.function(feeds, scope)
         return compiled.function(feeds, scope, stats)  # type: ignore[call-arg]
-    except OnnxplugError:
-        raise
     except Exception as e:
-        _raise_for_step(*compiled.failure(e.__traceback__), e)
+        _fail(compiled, e)
         raise
 
 
-def _raise_for_step(step: Step | None, inputs: list[Any], error: Exception) -> None:
-    """Raise a KernelError naming the step a generated function failed in, if it is known, and
-    the types and shapes it was given."""
-    if step is not None:
-        given = ", ".join(f"{getattr(n, 'name', n) or '<omitted>'}: {_given(v)}" for n, v in zip(step.inputs, inputs))
-        raise KernelError(f"{_describe(step)} failed on provider {step.provider.name!r} given ({given}): "
-                          f"{type(error).__name__}: {error}") from error
+def _fail(compiled: CompiledPlan | CompiledLoop, error: Exception) -> None:
+    """Turn an error out of a generated function into a KernelError naming its step, then drop the
+    failed run's values: the traceback would otherwise keep its intermediates (device buffers too)
+    alive as long as the caller keeps the error."""
+    kernel_error = None
+    try:
+        if not isinstance(error, OnnxplugError):
+            kernel_error = _error_for_step(*compiled.failure(error.__traceback__), error)
+    finally:
+        compiled.release(error.__traceback__)
+    if kernel_error is not None:
+        raise kernel_error from error
+
+
+def _error_for_step(step: Step | None, inputs: list[Any], error: Exception) -> KernelError | None:
+    """A KernelError naming the step a generated function failed in, if it is known, and the
+    types and shapes it was given."""
+    if step is None:
+        return None
+    given = ", ".join(f"{getattr(n, 'name', n) or '<omitted>'}: {_given(v)}" for n, v in zip(step.inputs, inputs))
+    return KernelError(f"{_describe(step)} failed on provider {step.provider.name!r} given ({given}): "
+                       f"{type(error).__name__}: {error}")
 
 
 def _given(value: Any) -> str:
@@ -363,10 +378,8 @@ class SubgraphPlan:
         compiled = self._loop
         try:
             return compiled.function(limit, use_cond, cond, carried, scope)
-        except OnnxplugError:
-            raise
         except Exception as e:
-            _raise_for_step(*compiled.failure(e.__traceback__), e)
+            _fail(compiled, e)
             raise
 
     def _profiled_loop(self, limit: int, use_cond: bool, cond: Any, carried: Sequence[Any],

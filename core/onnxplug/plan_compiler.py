@@ -10,6 +10,12 @@ generated function, so an iteration pays for its kernel calls only.
 The instrumented variant (profiling) is the same function with a report around each step:
 ``stats.start(step, inputs, weights)``, the call, ``stats.stop(step, t0, produced)``, ``stats.drop(released)``.
 A kernel that raises is found from the traceback's line number, so the error still names the node.
+
+Each kernel output that a later step or the caller reads, and whose type shape inference knows, is
+checked on one line: its class (``np.ndarray`` on the host, the allocator's ``array_types`` on a
+device), element type (by identity) and rank, or whole shape where every dimension is known; only a
+mismatch goes to :func:`check_output`, which raises ``KernelError`` naming node and provider. Steps of
+a provider whose allocator tracks allocations (``Allocator.tracked``) are bracketed by a leak check.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from onnxplug.cancellation import check_terminate
+from onnxplug.device import CPU
+from onnxplug.errors import KernelError
 
 if TYPE_CHECKING:
     from onnxplug.executor import Plan, Step
@@ -55,6 +63,76 @@ def _outputs(result: Any, count: int) -> tuple:
     return result
 
 
+def _expected(step: Step, index: int) -> tuple[tuple[type, ...], np.dtype, tuple] | None:
+    """What output ``index`` of ``step`` is checked against: (classes, dtype, shape with None for
+    unknown dimensions), or None when it is not checked (unknown or non-tensor type, a device whose
+    allocator declares no array types)."""
+    vtype = step.expects[index] if index < len(step.expects) else None
+    if vtype is None or vtype.kind != "tensor" or vtype.shape is None:
+        return None
+    try:
+        dtype = vtype.dtype
+    except Exception:  # an element type numpy has no dtype for: nothing to compare with
+        return None
+    if dtype is None:
+        return None
+    classes = (np.ndarray,) if step.provider.device == CPU else tuple(getattr(step.provider.allocator,
+                                                                               "array_types", ()))
+    if not classes:
+        return None
+    return classes, dtype, tuple(d if isinstance(d, int) and d >= 0 else None for d in vtype.shape)
+
+
+def check_output(value: Any, spec: tuple) -> Any:
+    """The slow path of an output check: ``value`` as the step's output (a host scalar becomes a 0-d
+    array), or KernelError naming node, provider, output and what was expected."""
+    step, index, classes, dtype, shape = spec
+    if isinstance(value, np.generic) and np.ndarray in classes:
+        value = np.asarray(value)
+    expected = f"{dtype}[{', '.join('?' if d is None else str(d) for d in shape)}]"
+    if not isinstance(value, classes):
+        got = type(value).__name__
+        want = " or ".join(c.__name__ for c in classes)
+        _bad_output(step, index, f"a {got}, not a {want} {expected}")
+    got_dtype = getattr(value, "dtype", None)
+    if got_dtype != dtype and not (dtype.kind == "O" and getattr(got_dtype, "kind", "") in "OUS"):
+        _bad_output(step, index, f"element type {got_dtype}, not {dtype} (expected {expected})")
+    got_shape = tuple(value.shape)
+    if len(got_shape) != len(shape) or any(d is not None and d != g for d, g in zip(shape, got_shape)):
+        _bad_output(step, index, f"shape {list(got_shape)}, not {expected}")
+    return value
+
+
+def _bad_output(step: Step, index: int, what: str) -> None:
+    name = step.outputs[index]
+    node = step.kernel.node.describe() if step.kind == "node" and step.kernel is not None else \
+        f"{step.kind} step {step.name!r}"
+    raise KernelError(f"{node} on provider {step.provider.name!r} returned output {index} "
+                      f"{getattr(name, 'name', name)!r} of {what}, as shape inference gives it")
+
+
+def check_leaks(step: Step, mark: Any, produced: tuple) -> None:
+    """After a step of a provider whose allocator tracks allocations: free the buffers the step
+    allocated on this thread and did not return, and raise KernelError naming them."""
+    allocator = step.provider.allocator
+    leaked = [b for b in allocator.allocated_since(mark) if not any(b is p for p in produced)]
+    if leaked:
+        for buffer in leaked:
+            allocator.free(buffer)
+        node = step.kernel.node.describe() if step.kernel is not None else f"step {step.name!r}"
+        raise KernelError(f"{node} on provider {step.provider.name!r} left {len(leaked)} device "
+                          f"buffer(s) allocated that it did not return (freed after the step)")
+
+
+def _clear(frame: Any) -> None:
+    """Drop a finished frame's locals, and the snapshot ``f_locals`` made of them (``failure``)."""
+    try:
+        frame.f_locals.clear()
+        frame.clear()
+    except RuntimeError:  # still executing: not expected once the call has raised
+        pass
+
+
 class _GeneratedFunction:
     """A generated function, with the step each of its lines runs (for errors)."""
 
@@ -65,7 +143,8 @@ class _GeneratedFunction:
         factory_args = ", ".join(writer.closure)
         code = f"def _factory({factory_args}):\n{writer.source()}\n    return {name}\n"
         helpers = {"_copy": copy, "_first": _first, "_outputs": _outputs, "_as_bool": as_bool,
-                   "_array": np.array, "_int64": np.dtype(np.int64), "_check_terminate": check_terminate}
+                   "_array": np.array, "_int64": np.dtype(np.int64), "_check_terminate": check_terminate,
+                   "_check_output": check_output, "_check_leaks": check_leaks}
         exec(compile(code, self.filename, "exec"), helpers, namespace)
         self.function = namespace["_factory"](*writer.closure.values())
         self._code: CodeType = self.function.__code__
@@ -75,6 +154,26 @@ class _GeneratedFunction:
     def failed_step(self, tb: TracebackType | None) -> Step | None:
         """The step whose line raised, from a traceback through the generated function."""
         return self.failure(tb)[0]
+
+    def release(self, tb: TracebackType | None) -> None:
+        """After a failed call: free what the failing step of a tracked allocator allocated, and
+        clear the function's frame in ``tb`` and the (finished) frames it called, so the run's
+        values, kernel locals included, are dropped now."""
+        below = False
+        while tb is not None:
+            frame = tb.tb_frame
+            if below and frame.f_code is not self._code:
+                _clear(frame)
+            elif frame.f_code is self._code:
+                below = True
+                index = self._step_of_line.get(tb.tb_lineno)
+                mark = frame.f_locals.get(f"m{index}") if index is not None else None
+                if mark is not None:
+                    allocator = self.steps[index].provider.allocator
+                    for buffer in allocator.allocated_since(mark):
+                        allocator.free(buffer)
+                _clear(frame)
+            tb = tb.tb_next
 
     def failure(self, tb: TracebackType | None) -> tuple[Step | None, list[Any]]:
         """The step whose line raised and the values it was given (``None`` where unknown), read
@@ -178,6 +277,7 @@ class _Writer:
         self.lines: list[str] = []
         self.step_of_line: dict[int, int] = {}
         self.loaded: set[str] = set()
+        self.read = {n for s in plan.steps for n in (*s.inputs, *s.scope_values) if n} | set(plan.outputs.values())
 
     def ident(self, value: str) -> str:
         if value not in self.names:
@@ -251,6 +351,11 @@ class _Writer:
                 else:
                     call = f"k{index}({args})"
             targets = [self.ident(o) if o else "_" for o in step.outputs]
+            tracked = step.kernel is not None and getattr(step.provider.allocator, "tracked", False)
+            if tracked:
+                self.closure[f"a{index}"] = step.provider.allocator.allocation_mark
+                self.closure[f"s{index}"] = step
+                self.line(f"m{index} = a{index}()", indent, index)
             if not targets:  # a step whose outputs nothing reads (kept for its checks)
                 self.line(call, indent, index)
             elif len(targets) == 1:
@@ -260,6 +365,12 @@ class _Writer:
                               indent, index)
             else:
                 self.line(f"{', '.join(targets)}, = _outputs({call}, {len(targets)})", indent, index)
+            if step.kernel is not None:
+                self.write_checks(step, index, targets, indent)
+            if tracked:
+                produced = "".join(t + ", " for t in targets if t != "_")
+                self.line(f"_check_leaks(s{index}, m{index}, ({produced}))", indent, index)
+                self.line(f"del m{index}", indent)
             dead = [self.names[n] for n in step.release if n not in keep and (
                 n in self.produced or n in self.loaded or n in self.names and n in self.plan.inputs)]
             if self.instrumented:
@@ -269,3 +380,30 @@ class _Writer:
                     self.line(f"stats.drop(({''.join(d + ', ' for d in dead)}))", indent, index)
             if dead:
                 self.line(f"del {', '.join(dead)}", indent)
+
+    def write_checks(self, step: Step, index: int, targets: list[str], indent: int) -> None:
+        """One line per checked output: class, dtype identity and rank (or whole static shape);
+        anything else goes to ``_check_output``."""
+        for i, (value, target) in enumerate(zip(step.outputs, targets)):
+            if target == "_" or value not in self.read:
+                continue
+            spec = _expected(step, i)
+            if spec is None:
+                continue
+            classes, dtype, shape = spec
+            cls = self.shared(classes[0]) if len(classes) == 1 else None
+            self.closure[f"x{index}_{i}"] = (step, i, *spec)
+            type_test = f"{target}.__class__ is not {cls}" if cls else f"not isinstance({target}, {self.shared(classes)})"
+            shape_test = (f"{target}.shape != {shape!r}" if all(d is not None for d in shape)
+                          else f"{target}.ndim != {len(shape)}")
+            self.line(f"if {type_test} or {target}.dtype is not {self.shared(dtype)} or {shape_test}: "
+                      f"{target} = _check_output({target}, x{index}_{i})", indent, index)
+
+    def shared(self, obj: Any) -> str:
+        """A closure variable holding ``obj`` (classes, dtypes), one per distinct object."""
+        for key, value in self.closure.items():
+            if key.startswith("o_") and value is obj:
+                return key
+        key = f"o_{sum(k.startswith('o_') for k in self.closure)}"
+        self.closure[key] = obj
+        return key
