@@ -148,3 +148,18 @@ def test_dtype_classes_partition_the_numeric_types():
         assert np.dtype(name).kind == ("i" if name in ew.SIGNED else "u")
     assert all(np.dtype(name).kind == "f" for name in ew.FLOATS)
     assert operator.contains(ew.BOOL, "bool")
+
+
+@pytest.mark.parametrize("op", sorted(ew.ATTRIBUTE_DEFAULTS))
+def test_attribute_defaults_are_onnx_schema_defaults(op):
+    try:
+        schema = onnx.defs.get_schema(op)
+    except onnx.defs.SchemaError:
+        pytest.skip(f"this onnx has no schema of {op}")
+    for name, value in ew.ATTRIBUTE_DEFAULTS[op].items():
+        expected = helper.get_attribute_value(schema.attributes[name].default_value)
+        # ONNX stores float attributes as float32
+        assert np.float32(value) == np.float32(expected) if isinstance(expected, float) else value == expected, \
+            f"{op}.{name}"
+    node = _Node(**{name: 7 for name in ew.ATTRIBUTE_DEFAULTS[op]})
+    assert ew.attrs_of(op)(node) == dict.fromkeys(ew.ATTRIBUTE_DEFAULTS[op], 7)

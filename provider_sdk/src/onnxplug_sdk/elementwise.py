@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["ARITHMETIC", "BITWISE", "BOOL", "COMPARISONS", "FLOATS", "FLOAT_FUNCTIONS", "FUSED_DOMAIN",
+__all__ = ["ARITHMETIC", "ATTRIBUTE_DEFAULTS", "BITWISE", "BOOL", "COMPARISONS", "FLOATS", "FLOAT_FUNCTIONS", "FUSED_DOMAIN",
            "GELU_CUBIC", "GELU_SQRT_2_OVER_PI", "GELU_SQRT_HALF", "INTS", "LOGIC", "NOT", "NUMERIC", "SIGNED",
-           "UNSIGNED", "c_function", "gelu_attrs", "mod_attrs", "read_attrs", "shift_attrs"]
+           "UNSIGNED", "attrs_of", "c_function", "gelu_attrs", "mod_attrs", "read_attrs", "shift_attrs"]
 
 #: numpy dtype names by class.
 FLOATS = frozenset({"float32", "float64"})
@@ -64,6 +64,26 @@ FLOAT_FUNCTIONS: dict[str, dict[str, str]] = {
 GELU_SQRT_HALF = 0.7071067811865476
 GELU_SQRT_2_OVER_PI = 0.7978845608028654
 GELU_CUBIC = 0.044715
+
+
+#: ONNX's defaults of the activations' attributes; each float rounds to the float32 value ONNX
+#: stores (Selu's are those float32 values, not the 17-digit constants of its definition).
+ATTRIBUTE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Elu": {"alpha": 1.0},
+    "Celu": {"alpha": 1.0},
+    "Selu": {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+    "LeakyRelu": {"alpha": 0.01},
+    "ThresholdedRelu": {"alpha": 1.0},
+    "HardSigmoid": {"alpha": 0.2, "beta": 0.5},
+    "Swish": {"alpha": 1.0},
+    "Shrink": {"bias": 0.0, "lambd": 0.5},
+    "IsInf": {"detect_negative": 1, "detect_positive": 1},
+}
+
+
+def attrs_of(op: str) -> Callable[[Any], dict]:
+    """A reader of ``op``'s attributes of :data:`ATTRIBUTE_DEFAULTS`, each with its default."""
+    return read_attrs(**ATTRIBUTE_DEFAULTS[op])
 
 
 def c_function(name: str, dtype: str, suffixed: bool) -> str:

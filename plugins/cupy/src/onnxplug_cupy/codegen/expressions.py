@@ -24,6 +24,7 @@ from onnxplug_sdk.elementwise import (
     GELU_SQRT_HALF,
     LOGIC,
     NOT,
+    attrs_of,
     gelu_attrs,
     mod_attrs,
     read_attrs,
@@ -190,7 +191,7 @@ RULES: dict[str, OpRule] = {
     "BitShift": OpRule(_shift, UNSIGNED, (2, 2), attrs=shift_attrs),
     "IsNaN": OpRule(lambda a, at, t: f"({a[0]} != {a[0]})", FLOATS, result="bool", raw_args=True),
     "IsInf": OpRule(_is_inf, FLOATS, result="bool", raw_args=True,
-                    attrs=read_attrs(detect_negative=1, detect_positive=1)),
+                    attrs=attrs_of("IsInf")),
     "Where": OpRule(lambda a, at, t: f"({a[0]} ? {a[1]} : {a[2]})", BOOL, (3, 3), result="x1", raw_args=True),
     **{op: OpRule(_f(fn["c"]), FLOATS) for op, fn in FLOAT_FUNCTIONS.items()},
     "Relu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {_c(0, t)} : {a[0]})", FLOATS | SIGNED),
@@ -198,29 +199,30 @@ RULES: dict[str, OpRule] = {
     "Softplus": OpRule(lambda a, at, t: _softplus(a[0], t), FLOATS),
     "Softsign": OpRule(lambda a, at, t: f"({a[0]} / ({_c(1.0, t)} + {math_fn('fabs', t)}({a[0]})))", FLOATS),
     "Elu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {_c(at['alpha'], t)} * "
-                                   f"{math_fn('expm1', t)}({a[0]}) : {a[0]})", FLOATS, attrs=read_attrs(alpha=1.0)),
+                                   f"{math_fn('expm1', t)}({a[0]}) : {a[0]})", FLOATS, attrs=attrs_of("Elu")),
     "Selu": OpRule(lambda a, at, t: f"({_c(at['gamma'], t)} * ({a[0]} <= {_c(0, t)} ? {_c(at['alpha'], t)} * "
                                     f"{math_fn('expm1', t)}({a[0]}) : {a[0]}))", FLOATS,
+                   # the constants of Selu's definition, not ONNX's float32 attribute defaults
                    attrs=read_attrs(alpha=1.6732632423543772, gamma=1.0507009873554805)),
     "Celu": OpRule(lambda a, at, t: f"(onnxplug_max({a[0]}, {_c(0, t)}) + onnxplug_min({_c(0, t)}, "
                                     f"{_c(at['alpha'], t)} * {math_fn('expm1', t)}({a[0]} / {_c(at['alpha'], t)})))",
-                   frozenset({"float32"}), attrs=read_attrs(alpha=1.0)),  # ONNX defines Celu for float only
+                   frozenset({"float32"}), attrs=attrs_of("Celu")),  # ONNX defines Celu for float only
     "LeakyRelu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {_c(at['alpha'], t)} * {a[0]} : {a[0]})",
-                        FLOATS, attrs=read_attrs(alpha=0.01)),
+                        FLOATS, attrs=attrs_of("LeakyRelu")),
     "ThresholdedRelu": OpRule(lambda a, at, t: f"({a[0]} > {_c(at['alpha'], t)} ? {a[0]} : {_c(0, t)})",
-                              FLOATS, attrs=read_attrs(alpha=1.0)),
+                              FLOATS, attrs=attrs_of("ThresholdedRelu")),
     "HardSigmoid": OpRule(lambda a, at, t: f"onnxplug_unit_clamp({_c(at['alpha'], t)} * {a[0]} + "
-                                           f"{_c(at['beta'], t)})", FLOATS, attrs=read_attrs(alpha=0.2, beta=0.5)),
+                                           f"{_c(at['beta'], t)})", FLOATS, attrs=attrs_of("HardSigmoid")),
     "HardSwish": OpRule(lambda a, at, t: f"({a[0]} * onnxplug_unit_clamp({a[0]} / {_c(6.0, t)} + {_c(0.5, t)}))",
                         FLOATS),
     "Mish": OpRule(lambda a, at, t: f"({a[0]} * {math_fn('tanh', t)}({_softplus(a[0], t)}))", FLOATS),
     "Swish": OpRule(lambda a, at, t: f"({a[0]} / ({_c(1.0, t)} + {math_fn('exp', t)}(-{_c(at['alpha'], t)} * "
-                                     f"{a[0]})))", FLOATS, attrs=read_attrs(alpha=1.0)),
+                                     f"{a[0]})))", FLOATS, attrs=attrs_of("Swish")),
     "Gelu": OpRule(lambda a, at, t: _gelu(a[0], at, t), FLOATS, attrs=gelu_attrs),
     "BiasGelu": OpRule(lambda a, at, t: _gelu(f"({a[0]} + {a[1]})", at, t), FLOATS, (2, 2), attrs=gelu_attrs),
     "Shrink": OpRule(lambda a, at, t: f"({a[0]} < {_c(-at['lambd'], t)} ? {a[0]} + {_c(at['bias'], t)} : "
                                       f"({a[0]} > {_c(at['lambd'], t)} ? {a[0]} - {_c(at['bias'], t)} : {_c(0, t)}))",
-                     FLOATS, attrs=read_attrs(bias=0.0, lambd=0.5)),
+                     FLOATS, attrs=attrs_of("Shrink")),
     "PRelu": OpRule(lambda a, at, t: f"({a[0]} < {_c(0, t)} ? {a[0]} * {a[1]} : {a[0]})", FLOATS, (2, 2)),
     "Clip": OpRule(_clip, FLOATS | SIGNED, (1, 3), attrs=_clip_attrs),
 }

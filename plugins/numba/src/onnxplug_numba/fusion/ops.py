@@ -23,9 +23,9 @@ from onnxplug_sdk.elementwise import (
     NOT,
     NUMERIC,
     SIGNED,
+    attrs_of,
     gelu_attrs,
     mod_attrs,
-    read_attrs,
 )
 
 
@@ -143,7 +143,7 @@ RULES: dict[str, OpRule] = {
     **{op: _logic(sym["python"]) for op, sym in LOGIC.items()},
     "Not": OpRule(lambda a, at, t: f"({NOT['python']}{a[0]})", BOOL, bool_result=True),
     "IsNaN": OpRule(lambda a, at, t: f"({a[0]} != {a[0]})", FLOATS, bool_result=True),
-    "IsInf": OpRule(_is_inf, FLOATS, bool_result=True, attrs=read_attrs(detect_negative=1, detect_positive=1)),
+    "IsInf": OpRule(_is_inf, FLOATS, bool_result=True, attrs=attrs_of("IsInf")),
     "Where": OpRule(lambda a, at, t: f"({a[1]} if {a[0]} else {a[2]})", NUMERIC | BOOL, (3, 3)),
     # math
     **{op: _unary(fn["python"], fn.get("python32", "")) for op, fn in FLOAT_FUNCTIONS.items()},
@@ -155,30 +155,30 @@ RULES: dict[str, OpRule] = {
     "Softplus": OpRule(lambda a, at, t: f"np.{t}(op_softplus({a[0]}, {_c(t, 1.0)}))", FLOATS),
     "Softsign": OpRule(lambda a, at, t: f"np.{t}({a[0]} / ({_c(t, 1.0)} + abs({a[0]})))", FLOATS),
     "Elu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {_c(t, at['alpha'])} * "
-                                   f"(np.exp({a[0]}) - {_c(t, 1.0)}))", FLOATS, attrs=read_attrs(alpha=1.0)),
+                                   f"(np.exp({a[0]}) - {_c(t, 1.0)}))", FLOATS, attrs=attrs_of("Elu")),
     "Selu": OpRule(lambda a, at, t: f"np.{t}({_c(t, at['gamma'])} * ({a[0]} if {a[0]} > 0 else "
                                     f"{_c(t, at['alpha'])} * (np.exp({a[0]}) - {_c(t, 1.0)})))", FLOATS,
-                   attrs=read_attrs(alpha=1.67326319217681884765625, gamma=1.05070102214813232421875)),
+                   attrs=attrs_of("Selu")),
     "LeakyRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {_c(t, at['alpha'])} * {a[0]})",
-                        FLOATS, attrs=read_attrs(alpha=0.01)),
+                        FLOATS, attrs=attrs_of("LeakyRelu")),
     "ThresholdedRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} > {_c(t, at['alpha'])} else 0)",
-                              FLOATS, attrs=read_attrs(alpha=1.0)),
+                              FLOATS, attrs=attrs_of("ThresholdedRelu")),
     "HardSigmoid": OpRule(lambda a, at, t: f"np.{t}(op_hard_sigmoid({a[0]}, {_c(t, at['alpha'])}, "
                                            f"{_c(t, at['beta'])}, {_c(t, 0.0)}, {_c(t, 1.0)}))",
-                          FLOATS, attrs=read_attrs(alpha=0.2, beta=0.5)),
+                          FLOATS, attrs=attrs_of("HardSigmoid")),
     "HardSwish": OpRule(lambda a, at, t: f"np.{t}({a[0]} * op_hard_sigmoid({a[0]}, {_c(t, 1 / 6)}, "
                                          f"{_c(t, 0.5)}, {_c(t, 0.0)}, {_c(t, 1.0)}))", FLOATS),
     "Celu": OpRule(lambda a, at, t: f"np.{t}(op_max({a[0]}, {_c(t, 0.0)}) + op_min({_c(t, 0.0)}, "
                                     f"{_c(t, at['alpha'])} * (np.exp({a[0]} / {_c(t, at['alpha'])}) - 1)))",
-                   FLOATS, attrs=read_attrs(alpha=1.0)),
+                   FLOATS, attrs=attrs_of("Celu")),
     "Mish": OpRule(lambda a, at, t: f"np.{t}({a[0]} * np.tanh(op_softplus({a[0]}, {_c(t, 1.0)})))", FLOATS),
     "Swish": OpRule(lambda a, at, t: f"np.{t}({a[0]} * op_sigmoid({_c(t, at['alpha'])} * {a[0]}, "
-                                     f"{_c(t, 1.0)}))", FLOATS, attrs=read_attrs(alpha=1.0)),
+                                     f"{_c(t, 1.0)}))", FLOATS, attrs=attrs_of("Swish")),
     "Gelu": OpRule(lambda a, at, t: f"np.{t}(op_gelu{'_tanh' if at['approximate'] == 'tanh' else ''}"
                                     f"{'32' if t == 'float32' else ''}({a[0]}))", FLOATS, attrs=gelu_attrs),
     "Shrink": OpRule(lambda a, at, t: f"np.{t}({a[0]} + {_c(t, at['bias'])} if {a[0]} < {_c(t, -at['lambd'])} "
                                       f"else ({a[0]} - {_c(t, at['bias'])} if {a[0]} > {_c(t, at['lambd'])} "
-                                      f"else 0))", FLOATS, attrs=read_attrs(bias=0.0, lambd=0.5)),
+                                      f"else 0))", FLOATS, attrs=attrs_of("Shrink")),
     "PRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {a[0]} * {a[1]})", FLOATS, (2, 2)),
     "Clip": OpRule(_clip, FLOATS | SIGNED, (1, 3), attrs=_clip_attrs),
 }

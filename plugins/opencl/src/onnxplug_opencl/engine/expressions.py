@@ -16,7 +16,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from onnxplug_sdk import Node
-from onnxplug_sdk.elementwise import ARITHMETIC, BITWISE, COMPARISONS, FLOAT_FUNCTIONS, LOGIC, NOT
+from onnxplug_sdk.elementwise import (
+    ARITHMETIC,
+    ATTRIBUTE_DEFAULTS,
+    BITWISE,
+    COMPARISONS,
+    FLOAT_FUNCTIONS,
+    LOGIC,
+    NOT,
+)
 
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS, INTEGERS, SIGNED, UNSIGNED, c_type
 from onnxplug_opencl.engine.mlas_math import FLOAT32_EXPRESSIONS
@@ -55,7 +63,10 @@ _FLOAT_UNARY = {
 }
 
 
-def _attr(node: Node, name: str, default: float) -> float:
+def _attr(node: Node, name: str, default: float | None = None) -> float:
+    """A float attribute; its default from the shared table (``ATTRIBUTE_DEFAULTS``) unless given."""
+    if default is None:
+        default = ATTRIBUTE_DEFAULTS[node.op_type][name]
     return float(node.attr(name, default))
 
 
@@ -84,24 +95,24 @@ def _unary(node: Node, a: Args, t: Types, out: np.dtype) -> str | None:
             return f"(~{x})"
         return None
     if op == "LeakyRelu":
-        return f"({x} >= 0 ? {x} : {lit(_attr(node, 'alpha', 0.01))} * {x})"
+        return f"({x} >= 0 ? {x} : {lit(_attr(node, 'alpha'))} * {x})"
     if op == "Elu":
-        return f"({x} >= 0 ? {x} : {lit(_attr(node, 'alpha', 1.0))} * (exp({x}) - {lit(1)}))"
+        return f"({x} >= 0 ? {x} : {lit(_attr(node, 'alpha'))} * (exp({x}) - {lit(1)}))"
     if op == "Selu":
-        al, ga = lit(_attr(node, "alpha", 1.67326319217681884765625)), lit(_attr(node, "gamma", 1.05070102214813232421875))
+        al, ga = lit(_attr(node, "alpha")), lit(_attr(node, "gamma"))
         return f"({x} > 0 ? {ga} * {x} : {ga} * ({al} * exp({x}) - {al}))"
     if op == "Celu":
-        al = lit(_attr(node, "alpha", 1.0))
+        al = lit(_attr(node, "alpha"))
         return f"(fmax({lit(0)}, {x}) + fmin({lit(0)}, {al} * (exp({x} / {al}) - {lit(1)})))"
     if op == "ThresholdedRelu":
-        return f"({x} > {lit(_attr(node, 'alpha', 1.0))} ? {x} : {lit(0)})"
+        return f"({x} > {lit(_attr(node, 'alpha'))} ? {x} : {lit(0)})"
     if op == "HardSigmoid":
-        al, be = lit(_attr(node, "alpha", 0.2)), lit(_attr(node, "beta", 0.5))
+        al, be = lit(_attr(node, "alpha")), lit(_attr(node, "beta"))
         return f"fmax({lit(0)}, fmin({lit(1)}, {al} * {x} + {be}))"
     if op == "HardSwish":
         return f"({x} * fmax({lit(0)}, fmin({lit(1)}, {x} / {lit(6)} + {lit(0.5)})))"
     if op == "Shrink":
-        b, ld = lit(_attr(node, "bias", 0.0)), lit(_attr(node, "lambd", 0.5))
+        b, ld = lit(_attr(node, "bias")), lit(_attr(node, "lambd"))
         return f"({x} < -{ld} ? {x} + {b} : ({x} > {ld} ? {x} - {b} : {lit(0)}))"
     if op == "Gelu":
         if node.attr("approximate", "none") == "tanh":
@@ -109,7 +120,8 @@ def _unary(node: Node, a: Args, t: Types, out: np.dtype) -> str | None:
             return f"({lit(0.5)} * {x} * ({lit(1)} + tanh({k} * ({x} + {lit(0.044715)} * {x} * {x} * {x}))))"
         return f"({lit(0.5)} * {x} * ({lit(1)} + erf({x} * {lit(1 / math.sqrt(2))})))"
     if op == "IsInf":
-        neg, pos = int(node.attr("detect_negative", 1)), int(node.attr("detect_positive", 1))
+        neg, pos = (int(node.attr(name, ATTRIBUTE_DEFAULTS["IsInf"][name]))
+                    for name in ("detect_negative", "detect_positive"))
         return f"(isinf({x}) && (({x} > 0 && {pos}) || ({x} < 0 && {neg})))"
     return None
 
