@@ -178,7 +178,9 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     code, alpha, beta = act
     threads.blas()
     macs = n * m * oh * ow * cg * kh * kw
-    depthwise = cg == 1 and group == c
+    # one input channel and group 1 (silero-vad's STFT: 258 outputs, 256 taps) is a plain product:
+    # the per-plane depthwise loops would run taps x outputs short loops instead of one GEMM
+    depthwise = cg == 1 and group == c and (group > 1 or kh * kw <= 9)
     native = native_parallel.AVAILABLE and threads.parallel and dtype == _FLOAT32 \
         and macs >= (_NATIVE_MIN_DEPTHWISE_MACS if depthwise else _NATIVE_MIN_MACS)
     if depthwise:
