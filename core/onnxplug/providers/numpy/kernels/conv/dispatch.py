@@ -17,6 +17,7 @@ import threading
 from typing import Callable, Sequence
 
 import numpy as np
+from onnxplug.geometry import resolve_pads
 from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, matmul, parallel_for
 from onnxplug.providers.numpy.kernels.conv import padded_rows
 from onnxplug.providers.numpy.kernels.conv.depthwise import Epilogue, depthwise_conv
@@ -29,25 +30,10 @@ from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 
 def conv_pads(node_attr, in_spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
               dilations: Sequence[int]) -> tuple[list[int], list[int]]:
-    """(pads_begin, pads_end) of a Conv-like node from ``auto_pad`` and ``pads``."""
-    nd = len(kernel)
-    auto_pad = node_attr("auto_pad", "NOTSET")
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        begin, end = [], []
-        for i in range(nd):
-            out = -(-in_spatial[i] // strides[i])
-            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_spatial[i])
-            small = total // 2
-            begin.append(small if auto_pad == "SAME_UPPER" else total - small)
-            end.append(total - begin[-1])
-        return begin, end
-    if auto_pad == "VALID":
-        return [0] * nd, [0] * nd
-    pads = node_attr("pads", None)
-    if pads is None:
-        return [0] * nd, [0] * nd
-    pads = [int(p) for p in pads]
-    return pads[:nd], pads[nd:]
+    """(pads_begin, pads_end) of a Conv-like node from ``auto_pad`` and ``pads`` (``onnxplug.geometry``)."""
+    begin, end = resolve_pads(node_attr("auto_pad", "NOTSET"), in_spatial, kernel, strides, dilations,
+                              node_attr("pads", None))
+    return list(begin), list(end)
 
 
 def spatial_attrs(node_attr, kernel: Sequence[int]) -> tuple[list[int], list[int]]:
