@@ -18,7 +18,7 @@ import numpy as np
 from onnx import TensorProto
 
 from onnxplug.errors import InputShapeError, InputTypeError, InvalidInputError, MissingInputError, UnknownInputError
-from onnxplug.ir import ValueType, elem_type_of
+from onnxplug.ir import ValueType, elem_type_of, numpy_dtype
 from onnxplug.ort_value import OrtValue
 
 
@@ -60,6 +60,15 @@ def describe_type(t: ValueType | None) -> str:
 def check_value(src: str, name: str, value: Any, declared: ValueType | None) -> Any:
     """One host feed as the kernels take it: a C-ordered numpy array of the declared element type
     for a tensor input (strings as ``str`` objects), or a typed error naming the input."""
+    if type(value) is np.ndarray and declared is not None and declared.kind == "tensor" and value.flags.c_contiguous:
+        # the common feed, a C-ordered array of the declared numeric dtype in native order: only
+        # the shape to check (the general path below returns such an array as it is, too)
+        want = _NUMERIC_DTYPES.get(declared.elem_type)
+        if want is None:
+            want = _NUMERIC_DTYPES.setdefault(declared.elem_type, _numeric_dtype(declared.elem_type))
+        if want is not False and value.dtype == want and value.dtype.isnative:
+            _check_shape(src, name, value.shape, declared)
+            return value
     if declared is not None and declared.kind == "optional" and declared.element is not None:
         return None if value is None else check_value(src, name, value, declared.element)
     if declared is None or declared.kind != "tensor" or not declared.elem_type:
@@ -83,6 +92,22 @@ def check_value(src: str, name: str, value: Any, declared: ValueType | None) -> 
         return _strings(src, name, value)
     value = np.asarray(value)  # subclasses (np.matrix, masked arrays) as plain arrays, as onnxruntime reads them
     return value if value.flags.c_contiguous else value.copy(order="C")
+
+
+#: ONNX element type -> its numpy dtype, or False where the fast path does not apply; filled as feeds arrive.
+_NUMERIC_DTYPES: dict[int, np.dtype | bool] = {}
+
+
+def _numeric_dtype(elem_type: int) -> np.dtype | bool:
+    """The dtype whose arrays check_value returns as they are: not strings, and one that maps back to
+    ``elem_type`` (so the general path would accept it too); False otherwise."""
+    if not elem_type or elem_type == TensorProto.STRING:
+        return False
+    try:
+        dtype = numpy_dtype(elem_type)
+        return dtype if elem_type_of(dtype) == elem_type and dtype.kind not in "OUS" else False
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _kind(value: Any) -> str:
