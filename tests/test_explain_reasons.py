@@ -129,3 +129,18 @@ def test_numba_names_the_loop_body_node_it_cannot_compile():
     got = ort.InferenceSession(model, _options(), providers=["numba"]).run(None, {"x": x})[0]
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_opencl_names_what_its_kernels_do_not_compute():
+    _needs("opencl")
+    i64, f = TensorProto.INT64, TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Dropout", ["x"], ["dx", "mask"], name="dropout_with_mask"),
+         helper.make_node("ReduceMean", ["n"], ["rn"], name="int_mean", keepdims=0)],
+        "g", [helper.make_tensor_value_info("n", i64, [2, 3]), helper.make_tensor_value_info("x", f, [2, 3])],
+        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in ("dx", "mask", "rn")])
+    model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
+    found = _declines(model, "opencl")
+    assert found["dropout_with_mask"] == ("attribute", "its mask output is not computed (inference only)")
+    kind, reason = found["int_mean"]
+    assert kind == "dtype" and reason.startswith("'n' is int64; the ReduceMean kernel computes in "), reason

@@ -50,6 +50,19 @@ def attach_mirror(value: Any, host: np.ndarray) -> Any:
     return value
 
 
+def dtypes_in(node: Node, view: GraphView, allowed: Any, names: Sequence[str] | None = None) -> bool | Decline:
+    """True when every named value (default: the node's inputs and outputs) has an element type in
+    ``allowed``, else the ``Decline`` naming the first that does not."""
+    for n in [n for n in (names if names is not None else [*node.inputs, *node.outputs]) if n]:
+        dtype = view.dtype_of(n)
+        if dtype is None:
+            return Decline("dtype", untyped_reason(view, n))
+        if dtype not in allowed:
+            kinds = ", ".join(sorted(np.dtype(t).name for t in allowed))
+            return Decline("dtype", f"{n!r} is {dtype}; the {node.op_type} kernel computes in {kinds} only")
+    return True
+
+
 class ClKernel(Kernel):
     """A kernel of the OpenCL provider: claims a node only if the device holds all its element types."""
 

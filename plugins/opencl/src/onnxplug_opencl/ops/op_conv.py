@@ -6,27 +6,28 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_opencl.engine.conv import cached_geometry, conv2d, pack_weights
 from onnxplug_opencl.engine.gemm import Epilogue
-from onnxplug_opencl.ops._base import ClKernel
+from onnxplug_opencl.ops._base import ClKernel, dtypes_in
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
 
 _CONV_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
-def conv_supported(node: Node, view: GraphView) -> bool:
+def conv_supported(node: Node, view: GraphView) -> bool | Decline:
     """Float 1-D/2-D convolutions whose weight rank is known."""
-    if any(view.dtype_of(n) not in _CONV_TYPES for n in [*node.inputs, *node.outputs] if n):
-        return False
+    floats = dtypes_in(node, view, _CONV_TYPES)
+    if not floats:
+        return floats
     w = view.type_of(node.inputs[1])
     rank = len(w.shape) if w is not None and w.shape is not None else None
     kernel = node.attr("kernel_shape")
     if rank is None and kernel is not None:
         rank = len(kernel) + 2
-    return rank in (3, 4)
+    return rank in (3, 4) or Decline("shape", f"a weight of rank {rank} (only 1-D and 2-D convolutions)")
 
 
 @OpenCLProvider.kernel("Conv")

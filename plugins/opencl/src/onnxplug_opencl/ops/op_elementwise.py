@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS
 from onnxplug_opencl.engine.expressions import ELEMENTWISE_OPS, expression, operand_inputs
@@ -45,21 +45,24 @@ class ElementwiseKernel(ClKernel):
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
         if node.op_type == "Dropout":  # inference only: no mask output, training_mode absent or false
             if len(node.outputs) > 1 and node.outputs[1]:
-                return False
+                return Decline("attribute", "its mask output is not computed (inference only)")
             if len(node.inputs) > 2 and node.inputs[2]:
                 mode = view.constant(node.inputs[2])
                 if mode is None or bool(mode):
-                    return False
+                    return Decline("attribute", "training_mode is not a constant false (inference only)")
             return True
         if len(node.outputs) != 1:
-            return False
+            return Decline("attribute", f"{len(node.outputs)} outputs (one only)")
         present = operand_inputs(node)
         in_types = [view.dtype_of(n) for n in present]
         out_type = view.dtype_of(node.outputs[0])
         if node.op_type == "Pow" and not entry.fp64 and any(t not in FLOATS for t in in_types):
-            return False
+            return Decline("device", f"an integer Pow needs cl_khr_fp64, which device {entry.name!r} lacks")
         args = [f"x{i}" for i in range(len(present))]
-        return expression(node, args, in_types, out_type) is not None
+        if expression(node, args, in_types, out_type) is None:
+            types = ", ".join(str(t) for t in in_types)
+            return Decline("dtype", f"no OpenCL C expression for {node.op_type} on ({types}) giving {out_type}")
+        return True
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)

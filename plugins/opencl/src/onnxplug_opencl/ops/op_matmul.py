@@ -6,20 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import Decline, GraphView, Node
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.engine.gemm import Epilogue, Operand, gemm
 from onnxplug_opencl.engine.packed_matmul import matmul_packed, pack_columns
-from onnxplug_opencl.ops._base import ClKernel
+from onnxplug_opencl.ops._base import ClKernel, dtypes_in
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
 
 _GEMM_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
-def _float_only(node: Node, view: GraphView) -> bool:
-    return all(view.dtype_of(n) in _GEMM_TYPES for n in [*node.inputs, *node.outputs] if n)
+def _float_only(node: Node, view: GraphView) -> bool | Decline:
+    return dtypes_in(node, view, _GEMM_TYPES)
 
 
 def batch_levels(batch: tuple[int, ...], sa: list[int], sb: list[int], sc: list[int]) -> list[tuple[int, int, int, int]]:

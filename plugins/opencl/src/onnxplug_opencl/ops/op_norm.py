@@ -6,20 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.engine.dtypes import FLOATS, c_type
 from onnxplug_opencl.engine.elementwise import Body, ElementwiseProgram, View
 from onnxplug_opencl.engine.expressions import literal
 from onnxplug_opencl.engine.reduce import normalize
-from onnxplug_opencl.ops._base import ClKernel, normalize_axis
+from onnxplug_opencl.ops._base import ClKernel, dtypes_in, normalize_axis
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
 
 
-def _floats(node: Node, view: GraphView) -> bool:
-    return all(view.dtype_of(n) in FLOATS for n in [*node.inputs, *node.outputs] if n)
+def _floats(node: Node, view: GraphView) -> bool | Decline:
+    return dtypes_in(node, view, FLOATS)
 
 
 @OpenCLProvider.kernel("LayerNormalization")
@@ -74,9 +74,12 @@ class BatchNormalization(ClKernel):
 
     @classmethod
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
-        if not _floats(node, view) or len([o for o in node.outputs if o]) != 1:
-            return False
-        return not int(node.attr("training_mode", 0))
+        floats = _floats(node, view)
+        if not floats:
+            return floats
+        if len([o for o in node.outputs if o]) != 1 or int(node.attr("training_mode", 0)):
+            return Decline("attribute", "training mode (running mean and variance outputs) is not computed")
+        return True
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)

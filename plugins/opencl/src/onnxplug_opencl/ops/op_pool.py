@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, Node, window_geometry
+from onnxplug_sdk import Decline, GraphView, Node, window_geometry
 
 from onnxplug_opencl.engine.dtypes import FLOATS, c_type, pragmas
-from onnxplug_opencl.ops._base import ClKernel
+from onnxplug_opencl.ops._base import ClKernel, dtypes_in
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
 from onnxplug_opencl.runtime.programs import kernel_source
@@ -25,9 +25,13 @@ class _Pool(ClKernel):
         t = view.type_of(node.inputs[0])
         rank = len(node.attr("kernel_shape") or [])
         allowed = _MAX_TYPES if cls.mode == 0 else FLOATS
-        if view.dtype_of(node.inputs[0]) not in allowed or not 1 <= rank <= 3:
-            return False
-        return t is None or t.shape is None or len(t.shape) == rank + 2
+        floats = dtypes_in(node, view, allowed, node.inputs[:1])
+        if not floats:
+            return floats
+        if not 1 <= rank <= 3:
+            return Decline("attribute", f"a kernel_shape of rank {rank} (1 to 3 only)")
+        return t is None or t.shape is None or len(t.shape) == rank + 2 or \
+            Decline("shape", f"input rank {len(t.shape)} does not match kernel_shape of rank {rank}")
 
     def compute(self, x: Any) -> Any:
         g = window_geometry(x.shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),

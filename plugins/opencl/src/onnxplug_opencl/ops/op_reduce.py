@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import Decline, GraphView, Node
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.engine.dtypes import BOOL, FLOATS
 from onnxplug_opencl.engine.reduce import REDUCE_OPS, reduce
-from onnxplug_opencl.ops._base import ClKernel, normalize_axis
+from onnxplug_opencl.ops._base import ClKernel, dtypes_in, normalize_axis
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
 
@@ -25,8 +25,9 @@ class Reduce(ClKernel):
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
         dtype = view.dtype_of(node.inputs[0])
         if dtype == BOOL:
-            return node.op_type in ("ReduceMax", "ReduceMin")
-        return not (node.op_type in _FLOAT_ONLY and dtype not in FLOATS)
+            return node.op_type in ("ReduceMax", "ReduceMin") or \
+                Decline("dtype", f"{node.op_type} of a bool tensor is not computed (only ReduceMax and ReduceMin)")
+        return dtypes_in(node, view, FLOATS, node.inputs[:1]) if node.op_type in _FLOAT_ONLY else True
 
     def compute(self, x: Any, axes: Any = None) -> Any:
         rank = x.ndim
@@ -56,7 +57,8 @@ class ArgReduce(ClKernel):
 
     @classmethod
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
-        return view.dtype_of(node.inputs[0]) != BOOL
+        return view.dtype_of(node.inputs[0]) != BOOL or \
+            Decline("dtype", f"{node.op_type} of a bool tensor is not computed")
 
     def compute(self, x: Any) -> Any:
         axis = normalize_axis(self.attr("axis", 0), x.ndim, self.node)
@@ -76,7 +78,7 @@ class GlobalPool(ClKernel):
 
     @classmethod
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
-        return view.dtype_of(node.inputs[0]) in FLOATS
+        return dtypes_in(node, view, FLOATS, node.inputs[:1])
 
     def compute(self, x: Any) -> Any:
         op = "ReduceMean" if self.node.op_type == "GlobalAveragePool" else "ReduceMax"

@@ -10,7 +10,7 @@ from onnxplug_sdk import GraphView, Node
 
 from onnxplug_opencl.engine.dtypes import FLOATS
 from onnxplug_opencl.engine.reduce import softmax
-from onnxplug_opencl.ops._base import ClKernel, normalize_axis
+from onnxplug_opencl.ops._base import ClKernel, dtypes_in, normalize_axis
 from onnxplug_opencl.provider import OpenCLProvider
 from onnxplug_opencl.runtime.devices import DeviceEntry
 
@@ -22,7 +22,7 @@ class SoftmaxKernel(ClKernel):
 
     @classmethod
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
-        return view.dtype_of(node.inputs[0]) in FLOATS
+        return dtypes_in(node, view, FLOATS, node.inputs[:1])
 
     def compute(self, x: Any) -> Any:
         rank = x.ndim
