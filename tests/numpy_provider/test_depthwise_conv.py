@@ -55,7 +55,7 @@ def test_depthwise_conv_matches_onnxruntime(monkeypatch, name, xs, ws, attrs, bi
     if formulation == "columns only":
         options = {"depthwise_channels_last_max_out": "0", "depthwise_shifted_rows": "0"}
     if formulation == "small units":
-        monkeypatch.setattr(depthwise, "BLOCK_BYTES", 6 << 10)
+        options = {"depthwise_block_bytes": str(6 << 10)}
     feeds = {"x": f32(*xs), "w": f32(*ws)}
     if bias:
         feeds["b"] = f32(ws[0])
@@ -95,12 +95,11 @@ def test_large_depthwise_runs_units_on_both_threads(monkeypatch, parallel_for_ca
     both threads at batch 1, and in a batch not divisible by the thread count; every unit's
     channels are checked against onnxruntime."""
     ran = parallel_for_calls(depthwise)
-    monkeypatch.setattr(depthwise, "BLOCK_BYTES", 512 << 10)
-    monkeypatch.setattr(depthwise, "DEPTHWISE_MAC_COST", 64)
     size = 64 * stride  # 40 x 64 x 64 outputs per image
     feeds = {"x": f32(images, 40, size, size), "w": f32(40, 1, 3, 3), "b": f32(40)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=40, strides=[stride, stride],
-                          pads=[1, 1, 1, 1])
+                          pads=[1, 1, 1, 1],
+                          provider_options={"depthwise_block_bytes": str(512 << 10), "depthwise_mac_weight": "64"})
     (count, done), = ran
     assert done and count >= 2 and count % 2 == 0, (count, done)
 

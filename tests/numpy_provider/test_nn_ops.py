@@ -69,12 +69,9 @@ def test_depthwise_conv_in_many_blocks_on_threads(monkeypatch, stride, images, s
     """Large enough for the product threads, with blocks of a few channels: every block boundary
     and every image is checked against onnxruntime, for both formulations (more in
     test_depthwise_conv.py)."""
-    from onnxplug.providers.numpy.kernels.conv import depthwise
-
-    monkeypatch.setattr(depthwise, "BLOCK_BYTES", 64 << 10)
     feeds = {"x": f32(images, 48, size, size), "w": f32(48, 1, 3, 3), "b": f32(48)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, group=48, strides=[stride, stride],
-                          pads=[1, 1, 1, 1])
+                          pads=[1, 1, 1, 1], provider_options={"depthwise_block_bytes": str(64 << 10)})
 
 
 @pytest.mark.parametrize("name,xs,ws,attrs", CONV_CASES, ids=[c[0] for c in CONV_CASES])

@@ -123,16 +123,15 @@ def test_split_im2col_product_by_weight_rows_or_bands(monkeypatch, parallel_for_
 @pytest.mark.parametrize("images", [1, 3])
 @pytest.mark.parametrize("band_bytes,bands", [(16384, 10), (65536, None)], ids=["bands", "under 4x"])
 def test_large_image_columns_go_in_bands_of_rows(monkeypatch, parallel_for_calls, images, band_bytes, bands):
-    """An image whose columns take at least 4x IM2COL_BAND_BYTES (here 148 taps x 17 x 16 outputs
+    """An image whose columns take at least 4x the im2col_band_bytes option (here 148 taps x 17 x 16 outputs
     x 4 bytes = 161 KB) goes in bands of output rows whose columns take about that much: 10 bands
     of 2 rows (the last empty). Under 4x, one unit per image (or per thread, for a single image).
     Each band copies, multiplies and adds its bias on its own; all match onnxruntime."""
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(dispatch, "IM2COL_BAND_BYTES", band_bytes)
     units = parallel_for_calls(dispatch)
     feeds = {"x": f32(images, 3, 33, 31), "w": f32(8, 3, 7, 7), "b": f32(8)}
     assert_matches_oracle("Conv", feeds, rtol=1e-4, atol=1e-4, opset=17, strides=[2, 2], pads=[3, 3, 3, 3],
-                          provider_options={"split_product_macs": "1000"})
+                          provider_options={"split_product_macs": "1000", "im2col_band_bytes": str(band_bytes)})
     expected = images * bands if bands else max(images, 2)
     assert units == [(expected, True)]
 

@@ -95,12 +95,9 @@ def test_conv_residual_add_activation_becomes_fused_conv_with_z(with_bias):
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_depthwise_fused_conv_applies_residual_and_activation_per_block(monkeypatch, stride):
+def test_depthwise_fused_conv_applies_residual_and_activation_per_block(stride):
     """Depthwise FusedConv runs its residual and activation on each cache block (LeakyRelu makes a
-    new array, which must land in the output)."""
-    from onnxplug.providers.numpy.kernels.conv import depthwise
-
-    monkeypatch.setattr(depthwise, "BLOCK_BYTES", 4 << 10)
+    new array, which must land in the output); blocks of 4 KB make several."""
     out = 10 // stride
     proto = model([node("Conv", ["x", "w", "b"], ["c"], group=8, pads=[1, 1, 1, 1], strides=[stride, stride]),
                    node("Add", ["c", "skip"], ["s"]), node("LeakyRelu", ["s"], ["y"], alpha=0.1)],
@@ -108,7 +105,8 @@ def test_depthwise_fused_conv_applies_residual_and_activation_per_block(monkeypa
                   {"w": rand(8, 1, 3, 3), "b": rand(8, seed=1)})
     m, _ = run_passes(proto, ConvActivationFusion)
     assert op_types(m) == {"com.onnxplug:FusedConv": 1}
-    assert_equivalent(proto, m, {"x": rand(3, 8, 10, 10), "skip": rand(3, 8, out, out, seed=4)})
+    assert_equivalent(proto, m, {"x": rand(3, 8, 10, 10), "skip": rand(3, 8, out, out, seed=4)},
+                      {"depthwise_block_bytes": str(4 << 10)})
 
 
 @pytest.mark.parametrize("images, size, kernel", [(4, 32, 3), (1, 48, 3), (4, 48, 1)],

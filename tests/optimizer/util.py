@@ -80,11 +80,14 @@ def ort_run(proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[Any
                                         providers=["CPUExecutionProvider"]).run(None, dict(feeds))
 
 
-def ours_unoptimized(proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[Any]:
-    """onnxplug's outputs with the optimizer off (so an optimized proto runs as it is)."""
+def ours_unoptimized(proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
+                     numpy_options: Mapping[str, str] | None = None) -> list[Any]:
+    """onnxplug's outputs with the optimizer off (so an optimized proto runs as it is); with
+    ``numpy_options``, on the numpy provider given them."""
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(proto, so).run(None, dict(feeds))
+    providers = None if numpy_options is None else [("numpy", dict(numpy_options))]
+    return ort.InferenceSession(proto, so, providers=providers).run(None, dict(feeds))
 
 
 def assert_close(actual: Iterable[Any], expected: Iterable[Any], rtol: float = 1e-4, atol: float = 1e-5) -> None:
@@ -98,11 +101,13 @@ def assert_close(actual: Iterable[Any], expected: Iterable[Any], rtol: float = 1
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol * scale, err_msg=f"output {i}")
 
 
-def assert_equivalent(original: onnx.ModelProto, optimized: Model, feeds: Mapping[str, np.ndarray]) -> None:
-    """The optimized model gives onnxruntime's outputs of the original, run by onnxplug and,
-    from its saved form (fused ops with function bodies), by onnxruntime."""
+def assert_equivalent(original: onnx.ModelProto, optimized: Model, feeds: Mapping[str, np.ndarray],
+                      numpy_options: Mapping[str, str] | None = None) -> None:
+    """The optimized model gives onnxruntime's outputs of the original, run by onnxplug (with
+    ``numpy_options``, see ``ours_unoptimized``) and, from its saved form (fused ops with function
+    bodies), by onnxruntime."""
     expected = ort_run(original, feeds)
     saved = optimized.to_proto()
     onnx.checker.check_model(saved)
-    assert_close(ours_unoptimized(saved, feeds), expected)
+    assert_close(ours_unoptimized(saved, feeds, numpy_options), expected)
     assert_close(ort_run(saved, feeds), expected)

@@ -44,6 +44,12 @@ class NumpyTuning:
                                                  "columns)")
     depthwise_channels_last_max_out: int = _option(64, "2-D depthwise outputs of at most this many positions "
                                                        "per channel use channels-last scratch")
+    depthwise_block_bytes: int = _option(4 << 20, "bytes of scratch, columns and result of one depthwise unit "
+                                                  "(an image and a block of channels)")
+    depthwise_mac_weight: int = _option(4, "weight of a depthwise multiply-add against a matmul's when deciding "
+                                           "whether its units go to the product threads")
+    im2col_band_bytes: int = _option(1 << 20, "an image whose im2col columns take 4x this many bytes or more goes "
+                                              "in bands of output rows of about this many")
     share_layer_norm_rows: bool = _option(True, "large SkipLayerNormalizations share their rows over the product "
                                                 "threads")
     split_product_macs: int = _option(_env_int("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000),

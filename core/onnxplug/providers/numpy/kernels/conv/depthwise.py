@@ -27,9 +27,8 @@ from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 #: (N, M, *spatial) output, for a residual.
 Epilogue = Callable[[np.ndarray, tuple], None]
 
-#: Bytes of scratch, columns and result of one unit: few enough units that their ~10 numpy calls
-#: each cost little next to the copies.
-BLOCK_BYTES = 4 << 20
+# Bytes of scratch, columns and result of one unit (``tuning.depthwise_block_bytes``): few enough
+# units that their ~10 numpy calls each cost little next to the copies.
 
 # 2-D outputs with at most ``tuning.depthwise_channels_last_max_out`` (64) positions per channel
 # use the channels-last scratch: one BLAS call per channel costs more than its few dozen
@@ -37,13 +36,13 @@ BLOCK_BYTES = 4 << 20
 # convolutions use the shifted-rows formulation (``tuning.depthwise_shifted_rows``): ~20% less
 # memory traffic than columns.
 
-#: Weight of a depthwise multiply-add against a large matmul's in the work given to
-#: ``parallel_for``: only layers of ~0.5-1M outputs or more (batched ones) use both product
-#: threads. The copies and gemvs are memory-bound, so splitting smaller layers gains nothing.
-DEPTHWISE_MAC_COST = 4
+# Weight of a depthwise multiply-add against a large matmul's in the work given to
+# ``parallel_for`` (``tuning.depthwise_mac_weight``): only layers of ~0.5-1M outputs or more
+# (batched ones) use both product threads. The copies and gemvs are memory-bound, so splitting
+# smaller layers gains nothing.
 
-
-_WORKSPACE = ThreadScratch(8 * BLOCK_BYTES)
+#: Per-thread workspace kept across calls: eight units of the default size.
+_WORKSPACE = ThreadScratch(8 * DEFAULT_TUNING.depthwise_block_bytes)
 
 
 def _workspace(dtype: np.dtype, size: int) -> np.ndarray:
@@ -99,9 +98,9 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride
         per_channel, compute = _shifted_rows(sh, x, w, bias, out)
     else:
         per_channel, compute = _columns(sh, x, w, bias, out)
-    block = max(1, min(sh.c, BLOCK_BYTES // per_channel))
+    block = max(1, min(sh.c, tuning.depthwise_block_bytes // per_channel))
     n_blocks = -(-sh.c // block)
-    work = out.size * math.prod(sh.kernel) * DEPTHWISE_MAC_COST
+    work = out.size * math.prod(sh.kernel) * tuning.depthwise_mac_weight
     threads = PRODUCT_THREADS.threads
     if sh.n % threads and work >= PRODUCT_THREADS.split_product_macs:
         # as many units on every thread: blocks per image a multiple of what images leave over

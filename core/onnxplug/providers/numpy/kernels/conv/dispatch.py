@@ -237,7 +237,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
     xp = pad_spatial(x, begin, end)
     if all(k == 1 for k in kernel):
         return _conv_1x1(xp, w, b, strides, group, epilogue, weights, tuning.im2col_bias_row)
-    return _conv_im2col(xp, w, b, kernel, strides, dilations, group, epilogue, weights, tuning.im2col_bias_row)
+    return _conv_im2col(xp, w, b, kernel, strides, dilations, group, epilogue, weights, tuning)
 
 
 #: Adds the bias to, then runs the epilogue on, ``view`` = ``y[index]`` of the (N, M, *out) output.
@@ -258,29 +258,28 @@ def _finisher(b: np.ndarray | None, epilogue: Epilogue | None, nd: int) -> Finis
     return finish
 
 
-#: An im2col convolution whose columns for one image take at least 4x this many bytes goes in bands
-#: of output rows whose columns take about this much, so that they stay in a core's L2 cache from
-#: the copy to the product. Below 4x, bands cost more than they save.
-IM2COL_BAND_BYTES = 1 << 20
+# An im2col convolution whose columns for one image take at least 4x ``tuning.im2col_band_bytes``
+# goes in bands of output rows whose columns take about that much, so that they stay in a core's
+# L2 cache from the copy to the product. Below 4x, bands cost more than they save.
 
 
 def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], group: int,
-                 epilogue: Epilogue | None, weights: BiasedWeights | None, bias_row: bool) -> np.ndarray:
-    """im2col + one matmul per group. With ``bias_row`` (provider option ``im2col_bias_row``) the
-    bias is added by the matmul, as one more weight column against a row of ones, when the weights
-    with it are kept or cost no more to build than a bias pass over the output (numpy's add
-    against a broadcast operand runs slower than against a full one). Large convolutions go in
-    units of one image (or a band of output
-    rows, when there are fewer images than threads or an image's columns are large, see
-    IM2COL_BAND_BYTES) on each product thread, so the column copy runs in parallel too and its
-    buffer stays small."""
+                 epilogue: Epilogue | None, weights: BiasedWeights | None, tuning: NumpyTuning) -> np.ndarray:
+    """im2col + one matmul per group. With ``tuning.im2col_bias_row`` the bias is added by the
+    matmul, as one more weight column against a row of ones, when the weights with it are kept or
+    cost no more to build than a bias pass over the output (numpy's add against a broadcast operand
+    runs slower than against a full one). Large convolutions go in units of one image (or a band of
+    output rows, when there are fewer images than threads or an image's columns are large, see
+    ``tuning.im2col_band_bytes``) on each product thread, so the column copy runs in parallel too
+    and its buffer stays small."""
     n, m, nd = xp.shape[0], w.shape[0], len(kernel)
     mg, cg = m // group, w.shape[1]
     taps = cg * int(math.prod(kernel))
     win = windows(xp, kernel, strides, dilations)  # (N, C, *out, *k)
     out_sp = win.shape[2:2 + nd]
     weights = weights or BiasedWeights(False)
+    bias_row = tuning.im2col_bias_row
     if b is not None and bias_row and (weights.holds(w, b, group) or w.size <= n * m * math.prod(out_sp)):
         wm = weights.get(w, b, group)
         finish = _finisher(None, epilogue, nd)
@@ -294,8 +293,9 @@ def _conv_im2col(xp: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: Se
     inner = int(math.prod(out_sp[1:]))
     bands = min(max(1, -(-PRODUCT_THREADS.threads // n)), out_sp[0]) if out_sp[0] else 1
     image_columns = (taps + 1) * int(math.prod(out_sp)) * xp.itemsize * group
-    if out_sp[0] and image_columns >= 4 * IM2COL_BAND_BYTES:
-        bands = min(out_sp[0], max(bands, -(-image_columns // IM2COL_BAND_BYTES)))
+    band_bytes = tuning.im2col_band_bytes
+    if out_sp[0] and image_columns >= 4 * band_bytes:
+        bands = min(out_sp[0], max(bands, -(-image_columns // band_bytes)))
     rows = -(-out_sp[0] // bands) if out_sp[0] else 0
 
     def columns(src: np.ndarray) -> np.ndarray:
