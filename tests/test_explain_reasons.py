@@ -144,3 +144,15 @@ def test_opencl_names_what_its_kernels_do_not_compute():
     assert found["dropout_with_mask"] == ("attribute", "its mask output is not computed (inference only)")
     kind, reason = found["int_mean"]
     assert kind == "dtype" and reason.startswith("'n' is int64; the ReduceMean kernel computes in "), reason
+
+
+def test_numba_names_the_pool_attribute_it_does_not_compute():
+    _needs("numba")
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool_with_indices", kernel_shape=[2, 2])],
+        "g", [helper.make_tensor_value_info("x", f, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", f, None), helper.make_tensor_value_info("idx", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
+    found = _declines(model, "numba")
+    assert found["pool_with_indices"] == ("attribute", "an Indices output is not computed")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, KernelContext, Node, conv_transpose_pads
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node, conv_transpose_pads
 
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
@@ -20,12 +20,17 @@ def _spatial_rank(node: Node, view: GraphView) -> int | None:
     return None
 
 
-def conv_supported(node: Node, view: GraphView) -> bool:
+def conv_supported(node: Node, view: GraphView) -> bool | Decline:
     """Float 1-D/2-D convs with a known rank and a valid auto_pad."""
-    if _spatial_rank(node, view) not in (1, 2) or len(node.outputs) != 1:
-        return False
-    if decode(node.attr("auto_pad", "NOTSET")) not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
-        return False
+    rank = _spatial_rank(node, view)
+    if rank not in (1, 2):
+        return Decline("shape", f"spatial rank {rank} (1-D and 2-D convolutions only)" if rank is not None
+                       else "the spatial rank is unknown (no kernel_shape, weight rank unknown)")
+    if len(node.outputs) != 1:
+        return Decline("attribute", f"{len(node.outputs)} outputs (one only)")
+    auto_pad = decode(node.attr("auto_pad", "NOTSET"))
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        return Decline("attribute", f"auto_pad {auto_pad!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
     return all_present_same(view, node, FLOAT_TYPES)
 
 

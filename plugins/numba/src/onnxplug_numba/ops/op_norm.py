@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import Step
@@ -25,8 +25,10 @@ class BatchNormalization(NumbaKernel):
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        if node.opset < 9 or len(node.outputs) != 1 or node.attr("training_mode", 0):
-            return False
+        if node.opset < 9:
+            return Decline("attribute", f"opset {node.opset} (spatial and the like): from opset 9 only")
+        if len(node.outputs) != 1 or node.attr("training_mode", 0):
+            return Decline("attribute", "training mode (running mean and variance outputs) is not computed")
         return all_present_same(view, node, FLOAT_TYPES)
 
     def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,

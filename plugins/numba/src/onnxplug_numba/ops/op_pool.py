@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node, window_geometry
+from onnxplug_sdk import Decline, GraphView, Node, window_geometry
 
 from onnxplug_numba.kernels import pool as kpool
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
@@ -21,18 +21,23 @@ class _Pool(NumbaKernel):
     kind = kpool.MAX
 
     @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool:
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         t = view.type_of(node.inputs[0])
         kernel = node.attr("kernel_shape")
-        if t is None or t.shape is None or kernel is None or len(t.shape) - 2 not in (1, 2):
-            return False
-        if len(kernel) != len(t.shape) - 2 or len([o for o in node.outputs if o]) != 1 or len(node.outputs) != 1:
-            return False
+        if t is None or t.shape is None:
+            return Decline("shape", f"the rank of {node.inputs[0]!r} is unknown")
+        if kernel is None:
+            return Decline("attribute", "no kernel_shape")
+        if len(t.shape) - 2 not in (1, 2) or len(kernel) != len(t.shape) - 2:
+            return Decline("shape", f"input rank {len(t.shape)} with a kernel_shape of rank {len(kernel)} "
+                                    "(1-D and 2-D pools only)")
+        if len([o for o in node.outputs if o]) != 1 or len(node.outputs) != 1:
+            return Decline("attribute", "an Indices output is not computed")
         auto_pad = decode(node.attr("auto_pad", "NOTSET"))
         if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
-            return False
+            return Decline("attribute", f"auto_pad {auto_pad!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
         if auto_pad != "NOTSET" and node.attr("ceil_mode", 0):
-            return False
+            return Decline("attribute", "ceil_mode with an auto_pad other than NOTSET")
         return all_present_same(view, node, FLOAT_TYPES)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
@@ -71,7 +76,8 @@ class MaxPool(_Pool):
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        return super().supports(node, view) and int(node.attr("storage_order", 0)) == 0
+        return super().supports(node, view) and (int(node.attr("storage_order", 0)) == 0 or
+                                                 Decline("attribute", "storage_order 1 is not computed"))
 
 
 @NumbaProvider.kernel("AveragePool")
@@ -85,8 +91,9 @@ class _GlobalPool(NumbaKernel):
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
         t = view.type_of(node.inputs[0])
-        return t is not None and t.shape is not None and len(t.shape) >= 3 and \
-            all_present_same(view, node, FLOAT_TYPES)
+        if t is None or t.shape is None or len(t.shape) < 3:
+            return Decline("shape", f"the rank of {node.inputs[0]!r} is unknown or below 3")
+        return all_present_same(view, node, FLOAT_TYPES)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         n, c = x.shape[:2]
