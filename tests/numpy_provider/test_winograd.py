@@ -39,18 +39,16 @@ WINOGRAD = NumpyTuning(winograd=True)
 @pytest.fixture
 def winograd_calls(calls_of) -> list[tuple]:
     """Records the x shape of every Winograd convolution."""
-    return calls_of(dispatch, "winograd_conv", lambda x, u, b, begin, end, epilogue: x.shape)
+    return calls_of(dispatch, "winograd_conv", lambda x, u, b, begin, end, epilogue, tuning: x.shape)
 
 
 @pytest.fixture
 def small_units(monkeypatch) -> dict[str, str]:
-    """Two product threads and thresholds for small shapes; returns the provider options that switch
-    the path on and make every product worth splitting."""
+    """Two product threads; returns the provider options that switch the path on, make every
+    product worth splitting and set thresholds for small shapes."""
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(winograd, "MIN_MACS", 1)
-    monkeypatch.setattr(winograd, "MIN_TILES", 1)
-    monkeypatch.setattr(winograd, "MIN_UNIT_TILES", 8)
-    return {**ON, "split_product_macs": "1"}
+    return {**ON, "split_product_macs": "1", "winograd_min_macs": "1", "winograd_min_tiles": "1",
+            "winograd_unit_tiles": "8"}
 
 
 def _assert_close(ours: np.ndarray, expected: np.ndarray) -> None:

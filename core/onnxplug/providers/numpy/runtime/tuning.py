@@ -34,6 +34,12 @@ class NumpyTuning:
 
     winograd: bool = _option(False, "3x3 stride-1 convolutions by Winograd's F(4x4, 3x3); off by default: its "
                              "float32 results differ more from onnxruntime's than im2col's do")
+    winograd_min_tiles: int = _option(32, "fewest 4x4 output tiles (over all images) a Winograd convolution "
+                                          "takes")
+    winograd_min_macs: int = _option(8_000_000, "fewest multiply-adds (counted as im2col does) a Winograd "
+                                                "convolution takes")
+    winograd_unit_tiles: int = _option(48, "tiles an image or a band of its rows needs to be a Winograd unit "
+                                           "of its own on the product threads")
     padded_rows: bool = _option(True, "small stride-1 2-D convolutions over padded-width rows (off: the "
                                       "strided-window im2col)")
     row_products: bool = _option(True, "padded-rows convolutions of 16 or more channels as one accumulating "

@@ -228,7 +228,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
     if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue, tuning)
     if winograd_fits(x, w, b, strides, dilations, begin, end, group, tuning):
-        return winograd_conv(x, (weights or BiasedWeights(False)).winograd(w), b, begin, end, epilogue)
+        return winograd_conv(x, (weights or BiasedWeights(False)).winograd(w), b, begin, end, epilogue, tuning)
     rows = None
     if tuning.padded_rows:  # off: the strided-window im2col below
         rows = padded_rows.padded_rows_scratch(x, w, b, strides, dilations, begin, end, group, tuning)

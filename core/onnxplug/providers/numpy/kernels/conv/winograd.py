@@ -3,11 +3,11 @@
 Every 6x6 input tile (tiles step by 4) and every 3x3 kernel go to a 6x6 transform domain, where the
 convolution becomes 36 products over the channels, (K x C) @ (C x tiles): a quarter of im2col's
 multiply-adds. The transforms are separable BLAS products. It pays with enough tiles to reuse the
-4x larger transformed weights (``MIN_TILES``) and enough channels (``MIN_CHANNELS``). Its float32
+4x larger transformed weights (``tuning.winograd_min_tiles``) and enough channels (``MIN_CHANNELS``). Its float32
 results differ from im2col's by about 1e-5 of the output's magnitude, several times onnxruntime's
 error, so the path is off by default (provider option ``winograd``): results must not be less
 accurate than onnxruntime's for speed's sake. Work goes on the product threads in units of about
-``MIN_UNIT_TILES`` tiles, each transformed, multiplied and written while in cache. Constant weights
+``tuning.winograd_unit_tiles`` tiles, each transformed, multiplied and written while in cache. Constant weights
 keep their transform, 4x the kernel's size.
 """
 
@@ -26,13 +26,11 @@ from onnxplug.providers.numpy.kernels.conv.strided import strided_view
 
 #: Fewest input and output channels: below, the transforms cost more than the products save.
 MIN_CHANNELS = 32
-#: Fewest 4x4 output tiles over all images: each transformed weight is used once per tile.
-MIN_TILES = 32
-#: Fewest multiply-adds (counted as im2col does): a call makes ~25 numpy calls.
-MIN_MACS = 8_000_000
-#: An image (or a band of its tile rows) needs at least this many tiles to be a unit of its own;
-#: with fewer, all images go in one unit whose 36 products are shared over the threads.
-MIN_UNIT_TILES = 48
+# Also needed (``tuning``): ``winograd_min_tiles`` 4x4 output tiles over all images (each
+# transformed weight is used once per tile) and ``winograd_min_macs`` multiply-adds counted as
+# im2col does (a call makes ~25 numpy calls). An image (or a band of its tile rows) needs
+# ``winograd_unit_tiles`` tiles to be a unit of its own; with fewer, all images go in one unit whose
+# 36 products are shared over the threads.
 
 #: float32 only: float64 convolutions carry QLinearConv's and ConvInteger's exact integer sums,
 #: which the transforms' fractions would round.
@@ -61,7 +59,7 @@ def winograd_fits(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: S
                   tuning: NumpyTuning = DEFAULT_TUNING) -> bool:
     """Whether ``winograd_conv`` takes this convolution: switched on (``tuning.winograd``), 2-D,
     3x3, stride 1, no dilation or group, non-negative pads, float32, and enough channels, tiles and
-    work (see the constants)."""
+    work."""
     if not tuning.winograd or x.ndim != 4 or w.shape[2:] != (3, 3) or group != 1:
         return False
     if tuple(strides) != (1, 1) or tuple(dilations) != (1, 1) or min(begin) < 0 or min(end) < 0:
@@ -74,7 +72,7 @@ def winograd_fits(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: S
     if min(c, k) < MIN_CHANNELS or oh <= 0 or ow <= 0:
         return False
     tiles = n * -(-oh // 4) * -(-ow // 4)
-    return tiles >= MIN_TILES and n * k * c * 9 * oh * ow >= MIN_MACS
+    return tiles >= tuning.winograd_min_tiles and n * k * c * 9 * oh * ow >= tuning.winograd_min_macs
 
 
 def transform_weights(w: np.ndarray) -> np.ndarray:
@@ -85,10 +83,10 @@ def transform_weights(w: np.ndarray) -> np.ndarray:
 
 
 def winograd_conv(x: np.ndarray, u: np.ndarray, b: np.ndarray | None, begin: Sequence[int],
-                  end: Sequence[int], epilogue: Epilogue | None) -> np.ndarray:
+                  end: Sequence[int], epilogue: Epilogue | None, tuning: NumpyTuning = DEFAULT_TUNING) -> np.ndarray:
     """The convolution of ``x`` (N, C, H, W) with the transformed kernels ``u`` (36, K, C) (see
     ``transform_weights``), plus bias ``b``, then ``epilogue(view, index)`` in place on the output
-    ``y[index]``; pads ``begin``/``end`` as ONNX's."""
+    ``y[index]``; pads ``begin``/``end`` as ONNX's; units of ``tuning.winograd_unit_tiles`` tiles."""
     n, c, h, wd = x.shape
     k = u.shape[1]
     oh, ow = h + begin[0] + end[0] - 2, wd + begin[1] + end[1] - 2
@@ -103,12 +101,13 @@ def winograd_conv(x: np.ndarray, u: np.ndarray, b: np.ndarray | None, begin: Seq
     macs = 9 * 16 * k * c * n * th * tw
     threads = PRODUCT_THREADS.threads
     per_image = th * tw
-    if n < threads and per_image >= threads * MIN_UNIT_TILES:  # bands of tile rows of one image
+    unit_tiles = tuning.winograd_unit_tiles
+    if n < threads and per_image >= threads * unit_tiles:  # bands of tile rows of one image
         bands = min(threads, th)
         rows = -(-th // bands)
         units = [(slice(0, 1), band * rows, min(th, band * rows + rows)) for band in range(bands)]
     else:  # runs of whole images
-        run = -(-MIN_UNIT_TILES // per_image)
+        run = -(-unit_tiles // per_image)
         units = [(slice(i, min(n, i + run)), 0, th) for i in range(0, n, run)]
     if len(units) < 2 or not parallel_for(len(units), lambda i: job.run(*units[i], 0), macs):
         job.run(slice(None), 0, th, macs)
