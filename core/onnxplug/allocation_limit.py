@@ -133,7 +133,7 @@ def _resize(node: Node, v: _Inputs) -> Any:
         if len(scales) != len(axes) or any(not math.isfinite(s) or s < 0 for s in scales):
             return None
         for a, s in zip(axes, scales):
-            out[a] = int(math.floor(shape[a] * s))
+            out[a] = math.floor(shape[a] * s)
     return out, v.dtype(0)
 
 
@@ -165,7 +165,7 @@ def _pad(node: Node, v: _Inputs) -> Any:
     return out, v.dtype(0)
 
 
-_SHAPES: dict[str, Callable[[Node, "_Inputs"], Any]] = {
+_SHAPES: dict[str, Callable[[Node, _Inputs], Any]] = {
     "Expand": _expand, "ConstantOfShape": _constant_of_shape, "Tile": _tile, "Resize": _resize,
     "Upsample": _resize, "Range": _range, "Pad": _pad}
 
@@ -295,10 +295,10 @@ def loop_scan_bytes(node: Node) -> int | None:
     return total
 
 
-def guard_for(source: str, graph: Graph, nodes: Sequence[Node], inputs: Sequence[Any], limit: int,
+def guard_for(source: str, graph: Graph, nodes: Sequence[Node], limit: int,
               to_host: Callable[[Any], Any] | None) -> Callable[..., None] | None:
-    """The guard of a step running ``nodes`` on ``inputs`` (its planned inputs; a fused step is
-    checked on its outputs' static shapes only), or None when it needs none."""
+    """The guard of a step running ``nodes`` of ``graph`` (a fused step is checked on its outputs'
+    static shapes only), or None when it needs none; ``to_host`` reads a device input."""
     if limit <= 0:
         return None
     error = static_error(source, graph, nodes, limit)

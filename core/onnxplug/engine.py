@@ -137,8 +137,8 @@ class Engine:
         for step, group in zip(kernel_steps, groups):
             device = step.provider.device
             to_host = step.provider.data_transfer.to_host if device != CPU else None
-            step.guard = allocation_limit.guard_for(str(self.source), graph, group.nodes, step.inputs,
-                                                    self.allocation_limit, to_host)
+            step.guard = allocation_limit.guard_for(str(self.source), graph, group.nodes, self.allocation_limit,
+                                                    to_host)
 
     def _warn_fallback(self, graph: Graph, groups: Sequence[Group]) -> None:
         """A node the first provider declined is a warning (``log_severity_level`` decides), with

@@ -351,7 +351,10 @@ class SubgraphPlan:
         self._loop: CompiledLoop | None = None
 
     def __call__(self, inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
-        check_terminate(" in a subgraph (Scan body, If branch)")  # RunOptions.terminate, per body call
+        check_terminate(" in a subgraph (Loop or Scan body, If branch)")  # RunOptions.terminate, per call
+        return self._run(inputs, scope)
+
+    def _run(self, inputs: Sequence[Any], scope: Mapping[str, Any]) -> list[Any]:
         feeds = dict(zip(self.input_names, inputs))
         stats = _current_stats.get()
         if self._in_plan_order:
@@ -392,7 +395,7 @@ class SubgraphPlan:
         i, next_check, counted = 0, 1, []
         while keep_going and i < limit:
             check_terminate(" in a Loop body")
-            out = self([np.array(i, np.int64), cond, *carried], scope)
+            out = self._run([np.array(i, np.int64), cond, *carried], scope)  # checked just above
             cond, carried = out[0], tuple(out[1:1 + n_carried])
             for values, value in zip(scans, out[1 + n_carried:]):
                 values.append(value)
