@@ -1,21 +1,14 @@
 """Compile a plan into one generated Python function: straight-line kernel calls on local variables.
 
-Values are locals, liveness is ``del``, constants and kernels are closure variables, so a step
-costs its kernel call and no dict lookups, stores or pops: small recurrent and control-flow models
-run thousands of tiny steps. This is the only way plans run.
-
-A Loop body can also be compiled with its loop (``CompiledLoop``): the iterations run inside one
-generated function, so an iteration pays for its kernel calls only.
-
-The instrumented variant (profiling) is the same function with a report around each step:
-``stats.start(step, inputs, weights)``, the call, ``stats.stop(step, t0, produced)``, ``stats.drop(released)``.
-A kernel that raises is found from the traceback's line number, so the error still names the node.
-
-Each kernel output that a later step or the caller reads, and whose type shape inference knows, is
-checked on one line: its class (``np.ndarray`` on the host, the allocator's ``array_types`` on a
-device), element type (by identity) and rank, or whole shape where every dimension is known; only a
-mismatch goes to :func:`check_output`, which raises ``KernelError`` naming node and provider. Steps of
-a provider whose allocator tracks allocations (``Allocator.tracked``) are bracketed by a leak check.
+Values are locals, liveness is ``del``, constants and kernels are closure variables, so a step costs
+its kernel call and no dict lookups, stores or pops. This is the only way plans run; a Loop body can
+also be compiled with its loop (``CompiledLoop``), so an iteration pays for its kernel calls only.
+The profiling variant reports around each step (``stats.start``, the call, ``stats.stop``,
+``stats.drop``). A kernel that raises is found from the traceback's line number, so the error names
+the node. Each kernel output read later, whose type is known, is checked on one line (class, element
+type by identity, rank or whole known shape); only a mismatch goes to :func:`check_output`, which
+raises ``KernelError`` naming node and provider. Steps of a provider whose allocator tracks
+allocations (``Allocator.tracked``) are bracketed by a leak check.
 """
 
 from __future__ import annotations
