@@ -139,18 +139,17 @@ def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_ca
                                           band_per_thread, images_per_unit):
     """Bands of one output row, of a few rows and of the whole image, in units of one band (one
     image), of a whole image (enough images for both threads) or of several whole images (small
-    ones, IMAGES_PER_UNIT), shared over two product threads once the work is large; a single image
-    in one band per thread (BAND_PER_THREAD): every output row matches onnxruntime."""
+    ones, option bottleneck_images_per_unit), shared over two product threads once the work is large;
+    a single image in one band per thread (bottleneck_band_per_thread): every output row matches
+    onnxruntime."""
     from onnxplug.providers.numpy.runtime import blas
 
-    monkeypatch.setattr(bottleneck, "BAND_BYTES", band_bytes)
-    monkeypatch.setattr(bottleneck, "BAND_PER_THREAD", band_per_thread)
-    monkeypatch.setattr(bottleneck, "IMAGES_PER_UNIT", images_per_unit)
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(bottleneck)
     x_shape = (images, 6, 30, 28)
     proto = _block(x_shape, 4, 6, stride, residual=stride == 1)
-    _run(proto, f32(*x_shape), tmp_path, split_product_macs="100000")
+    _run(proto, f32(*x_shape), tmp_path, split_product_macs="100000", bottleneck_band_bytes=str(band_bytes),
+         bottleneck_band_per_thread=str(int(band_per_thread)), bottleneck_images_per_unit=str(images_per_unit))
     out_rows = (30 - 1) // stride + 1
     rows = max(1, min(out_rows, band_bytes // (stride * 28 * 24 * 4)))
     if band_per_thread and images == 1:
@@ -158,7 +157,8 @@ def test_bands_and_units_cover_the_output(tmp_path, monkeypatch, parallel_for_ca
     bands = -(-out_rows // rows)
     units = images if images >= 4 else images * bands
     if images >= 4 and bands == 1:
-        units = -(-images // bottleneck._images_per_unit(images, 2, band_bytes // (out_rows * stride * 28 * 24 * 4)))
+        units = -(-images // bottleneck._images_per_unit(images, 2, band_bytes // (out_rows * stride * 28 * 24 * 4),
+                                                          images_per_unit))
     assert shared == [(units, units > 1)], shared
 
 
@@ -209,5 +209,5 @@ def test_concurrent_runs_of_one_session_equal_serial_ones():
     (8, 2, 3, 2), (8, 2, 4, 4), (8, 2, 100, 4), (8, 2, 1, 1), (8, 2, 0, 1), (5, 2, 100, 1), (7, 2, 2, 1),
     (9, 2, 100, 1), (6, 3, 100, 2), (2, 2, 100, 1), (12, 2, 100, 3), (16, 2, 100, 4)])
 def test_images_per_unit_leave_every_thread_as_many_units(n, threads, fit, expected):
-    assert bottleneck._images_per_unit(n, threads, fit) == expected
+    assert bottleneck._images_per_unit(n, threads, fit, 4) == expected
 

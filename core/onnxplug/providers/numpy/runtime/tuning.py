@@ -56,6 +56,11 @@ class NumpyTuning:
                                            "whether its units go to the product threads")
     im2col_band_bytes: int = _option(1 << 20, "an image whose im2col columns take 4x this many bytes or more goes "
                                               "in bands of output rows of about this many")
+    bottleneck_band_bytes: int = _option(2 << 20, "bytes of expanded rows in one unit of a fused inverted "
+                                                  "bottleneck (a band of an image's output rows)")
+    bottleneck_band_per_thread: bool = _option(True, "a single image worth sharing goes in one inverted-bottleneck "
+                                                     "band per product thread")
+    bottleneck_images_per_unit: int = _option(4, "most small images in one inverted-bottleneck unit")
     share_layer_norm_rows: bool = _option(True, "large SkipLayerNormalizations share their rows over the product "
                                                 "threads")
     split_product_macs: int = _option(_env_int("ONNXPLUG_NUMPY_SPLIT_MACS", 32_000_000),

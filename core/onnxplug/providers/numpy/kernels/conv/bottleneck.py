@@ -22,18 +22,15 @@ from onnxplug.providers.numpy.kernels.conv.channels_last import (BIAS_TILE, Dept
                                                          add_bias_rows, column_tap_groups, conv_1x1_nhwc,
                                                          depthwise_nhwc, sum_taps)
 from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 from onnxplug.providers.numpy.ops.com_onnxplug.op_fused_conv import ResidualActivation
 
-#: Bytes of the expanded rows of one unit (a band of an image's output rows). Each band expands
-#: one or two rows more than it filters and makes ~25 numpy calls, so small bands cost.
-BAND_BYTES = 2 << 20
-#: A single image large enough to share (``parallel_for``) goes in one band per product thread,
-#: whatever BAND_BYTES says.
-BAND_PER_THREAD = True
-#: Most images a unit takes when a batch's images are small enough to expand whole within
-#: BAND_BYTES: every numpy call then covers them all, so the two product threads make fewer,
-#: longer calls and wait less for the GIL. 1 gives a unit per image.
-IMAGES_PER_UNIT = 4
+# Units (``tuning``): ``bottleneck_band_bytes`` of expanded rows (a band of an image's output
+# rows; each band expands one or two rows more than it filters and makes ~25 numpy calls, so small
+# bands cost); with ``bottleneck_band_per_thread`` a single image large enough to share goes in one
+# band per product thread whatever the band size; at most ``bottleneck_images_per_unit`` images
+# when a batch's images expand whole within a band: every numpy call then covers them all, so the
+# product threads make fewer, longer calls and wait less for the GIL.
 #: Output positions per image below which the block runs as its three kernels.
 MIN_FUSED_OUTPUTS = 196
 
@@ -73,7 +70,7 @@ class Activation:
 def inverted_bottleneck(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray,
                         b2: np.ndarray | None, w3: np.ndarray, b3: np.ndarray | None, z: np.ndarray | None,
                         stride: int, activations: Sequence[Activation], output: tuple[str, Sequence[float]],
-                        weights: BottleneckWeights) -> np.ndarray:
+                        weights: BottleneckWeights, tuning: NumpyTuning = DEFAULT_TUNING) -> np.ndarray:
     """``x`` (N, H, W, C_in) through a 1x1 convolution by ``w1`` (C_e, C_in, 1, 1), a 3x3 depthwise
     one by ``w2`` (C_e, 1, 3, 3) with pads 1 and ``stride``, and a 1x1 one by ``w3`` (C_out, C_e,
     1, 1), each with its bias; ``activations`` follow the first two, the residual ``z`` and the
@@ -89,13 +86,13 @@ def inverted_bottleneck(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2
                                   depthwise_act.epilogue, weights.depthwise)
         wt, row, augmented = weights.project.get(w3, b3)
         return conv_1x1_nhwc(filtered, wt, row, [1, 1], finish, augmented)
-    return _banded(x, w1, b1, w2, b2, w3, b3, stride, (oh, ow), activations, finish, weights)
+    return _banded(x, w1, b1, w2, b2, w3, b3, stride, (oh, ow), activations, finish, weights, tuning)
 
 
 def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray, b2: np.ndarray | None,
             w3: np.ndarray, b3: np.ndarray | None, s: int, out_sp: tuple[int, int],
             activations: Sequence[Activation], finish: ResidualActivation | None,
-            weights: BottleneckWeights) -> np.ndarray:
+            weights: BottleneckWeights, tuning: NumpyTuning) -> np.ndarray:
     """The block in units of (image, band of output rows), each on a product thread."""
     n, h, wd, cin = x.shape
     ce, cout = w1.shape[0], w3.shape[0]
@@ -117,8 +114,9 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
         bias = None if b1 is None else weights.bias_row(b1, hi - lo)
         phases.append((t, lo, hi, slice(first, first + s * (hi - lo - 1) + 1, s), bias))
     macs = n * oh * ow * (s * s * cin * ce + 9 * ce * 4 + ce * cout)
-    rows = max(1, min(oh, BAND_BYTES // (s * wd * ce * dtype.itemsize)))
-    if BAND_PER_THREAD and n == 1 and worth_sharing(macs):
+    band_bytes = tuning.bottleneck_band_bytes
+    rows = max(1, min(oh, band_bytes // (s * wd * ce * dtype.itemsize)))
+    if tuning.bottleneck_band_per_thread and n == 1 and worth_sharing(macs):
         rows = -(-oh // PRODUCT_THREADS.threads)
     bands = -(-oh // rows)
     span = (rows - 1) * s + 3  # padded rows a full band reads
@@ -128,7 +126,8 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     per_image = n >= 2 * PRODUCT_THREADS.threads  # enough images to share: fewer, larger units
     images = 1
     if per_image and bands == 1:  # small images: several to a unit, each numpy call covering them all
-        images = _images_per_unit(n, PRODUCT_THREADS.threads, BAND_BYTES // (oh * s * wd * ce * dtype.itemsize))
+        images = _images_per_unit(n, PRODUCT_THREADS.threads, band_bytes // (oh * s * wd * ce * dtype.itemsize),
+                                  tuning.bottleneck_images_per_unit)
 
     def unit(u: int) -> None:
         if images > 1:
@@ -193,11 +192,11 @@ def _banded(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray
     return out
 
 
-def _images_per_unit(n: int, threads: int, fit: int) -> int:
-    """Images per unit: at most IMAGES_PER_UNIT and ``fit`` (whose expanded rows fit BAND_BYTES), and
+def _images_per_unit(n: int, threads: int, fit: int, most: int) -> int:
+    """Images per unit: at most ``most`` and ``fit`` (whose expanded rows fit a band), and
     the most that cut the batch into equal units, as many for every product thread (8 images, two
     threads: 4 or 2, not 3); 1 when none does."""
-    for k in range(max(1, min(IMAGES_PER_UNIT, fit, n)), 1, -1):
+    for k in range(max(1, min(most, fit, n)), 1, -1):
         if n % k == 0 and (n // k) % threads == 0:
             return k
     return 1

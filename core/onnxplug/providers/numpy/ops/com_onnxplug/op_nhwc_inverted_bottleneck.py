@@ -29,4 +29,4 @@ class InvertedBottleneck(NumpyKernel):
                 b2: np.ndarray | None, w3: np.ndarray, b3: np.ndarray | None = None,
                 z: np.ndarray | None = None) -> np.ndarray:
         return inverted_bottleneck(x, w1, b1, w2, b2, w3, b3, z, self.stride, self.activations, self.output,
-                                   self.weights)
+                                   self.weights, self.tuning)
