@@ -179,6 +179,20 @@ def test_conv_transpose_matches_onnxruntime(attrs):
     np.testing.assert_array_equal(_conv_transpose(x, w, strides, dilations, begin, out), expected)
 
 
+def test_a_window_larger_than_the_padded_input_is_refused_as_by_onnxruntime():
+    x = _ints((1, 1, 2), 0)
+    with pytest.raises(Exception, match="negative"):
+        _ort("MaxPool", {"x": x}, kernel_shape=[4])
+    g = window_geometry([2], [4])
+    assert g.out == (0,)
+    with pytest.raises(ShapeError, match="node 'p': window 4 .* padded input size 2"):
+        g.require_windows("node 'p'")
+    # with ceil_mode one window still starts inside the input: onnxruntime computes it
+    g = window_geometry([2], [4], [2], None, "NOTSET", [0, 1], True)
+    assert g.out == _ort("MaxPool", {"x": x}, kernel_shape=[4], strides=[2], pads=[0, 1], ceil_mode=1).shape[2:]
+    g.require_windows("node 'p'")
+
+
 def test_bad_attributes_raise_shape_error_naming_them():
     with pytest.raises(ShapeError, match="auto_pad 'SAME'"):
         resolve_pads("SAME", [4], [2])

@@ -108,6 +108,15 @@ class WindowGeometry:
     out: tuple[int, ...]
     extra: tuple[int, ...]
 
+    def require_windows(self, what: str) -> None:
+        """Raise :class:`ShapeError` naming ``what`` (the node) when an axis has no window: the
+        window is larger than the padded input (onnxruntime fails such a pool too)."""
+        for axis, (o, k, d, i, b, e) in enumerate(zip(self.out, self.kernel, self.dilations, self.in_spatial,
+                                                      self.begin, self.end)):
+            if o == 0 and (k - 1) * d + 1 > i + b + e:
+                raise ShapeError(f"{what}: window {k} (dilation {d}) of spatial axis {axis} is larger than "
+                                 f"the padded input size {i + b + e}")
+
     def tap_counts(self, include_pad: bool) -> Any:
         """Per output position (an int64 array of shape ``out``), how many taps fall in the input,
         or with ``include_pad`` in the input and its explicit pads (AveragePool's divisors)."""

@@ -43,6 +43,7 @@ class _Pool(NumbaKernel):
     def compute(self, x: np.ndarray) -> np.ndarray:
         g = window_geometry(x.shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),
                             self.attr("auto_pad", "NOTSET"), self.attr("pads"), bool(self.attr("ceil_mode", 0)))
+        g.require_windows(self.node.describe())
         kernel, strides, dilations, begin, end = g.kernel, g.strides, g.dilations, g.begin, g.end
         rank = len(kernel)
         out = (*x.shape[:2], *g.out)

@@ -36,6 +36,7 @@ class _Pool(ClKernel):
     def compute(self, x: Any) -> Any:
         g = window_geometry(x.shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),
                             self.attr("auto_pad"), self.attr("pads"), bool(self.attr("ceil_mode", 0)))
+        g.require_windows(self.node.describe())
         kernel, strides, dilations, begin, end = list(g.kernel), list(g.strides), list(g.dilations), g.begin, g.end
         rank = len(kernel)
         spatial = list(g.in_spatial)
