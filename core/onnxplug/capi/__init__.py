@@ -1,15 +1,12 @@
 """onnxruntime's ``onnxruntime.capi`` package, for clients that import it.
 
-``onnxplug.capi.onnxruntime_pybind11_state`` (and ``_pybind_state``, which re-exports it) holds the
-names clients take from onnxruntime's compiled module: its status exceptions (``Fail``,
-``InvalidArgument``, ... from :mod:`onnxplug.ort_status`, the bases of :mod:`onnxplug.errors`),
-``SessionOptions``, ``OrtValue``, ``get_available_providers`` and the rest of the top-level API.
+``onnxruntime_pybind11_state`` (and ``_pybind_state``, which re-exports it) holds the names clients
+take from onnxruntime's compiled module: its status exceptions (``Fail``, ``InvalidArgument``, ...
+from :mod:`onnxplug.ort_status`, the bases of :mod:`onnxplug.errors`) and the top-level API;
 ``onnxruntime_inference_collection`` holds the Python classes (``InferenceSession``, ``IOBinding``,
 ``OrtValue``). Under ``python -m onnxplug.as_onnxruntime`` these modules are ``onnxruntime.capi.*``.
-
-Version: ``__version__`` and ``get_version_string()`` read ``1.32.0+onnxplug.0.1.0``, a PEP 440
-local version of the mirrored onnxruntime release, so version checks against 1.32 hold and the
-local part says it is onnxplug. ``onnxplug.__version__`` stays onnxplug's own.
+``__version__`` and ``get_version_string()`` read ``1.32.0+onnxplug.0.1.0``, a PEP 440 local version
+of the mirrored onnxruntime release; ``onnxplug.__version__`` stays onnxplug's own.
 """
 
 from __future__ import annotations
