@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("core/onnxplug", "plugins/numba/src", "plugins/opencl/src", "plugins/cupy/src",
-               "provider_sdk/src", "conformance/src", "benchmarks")
+SOURCE_DIRS = ("core/onnxplug", "plugins/*/src", "provider_sdk/src", "conformance/src", "benchmarks")
 MAX_DOCSTRING_LINES = 12
 
 _NUMBER = r"(?<![\w.])~?\d+(?:[.,]\d+)?(?:\s?(?:-|to)\s?~?\d+(?:[.,]\d+)?)?"
@@ -36,8 +35,8 @@ SETTING = re.compile(r"\b(?:pause|pauses|timeout|limit|deadline|sleep|interval|b
 
 
 def source_files() -> list[Path]:
-    return [path for folder in SOURCE_DIRS for path in sorted((ROOT / folder).rglob("*.py"))
-            if not any(part.endswith(".egg-info") for part in path.parts)]
+    return [path for pattern in SOURCE_DIRS for folder in sorted(ROOT.glob(pattern))
+            for path in sorted(folder.rglob("*.py")) if not any(part.endswith(".egg-info") for part in path.parts)]
 
 
 def prose(source: str) -> list[tuple[int, str]]:
@@ -101,6 +100,12 @@ def test_the_checker_finds_readings(text: str, kind: str) -> None:
 ])
 def test_the_checker_lets_settings_and_shapes_pass(text: str) -> None:
     assert readings(text + "\n") == []
+
+
+def test_every_plugin_is_checked() -> None:
+    parts = [path.relative_to(ROOT).parts for path in source_files()]
+    plugins = {p[1] for p in parts if p[0] == "plugins"}
+    assert {"numba", "opencl", "cupy"} <= plugins
 
 
 def test_docstring_lines_counts_the_module_docstring() -> None:
