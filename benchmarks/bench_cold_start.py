@@ -7,6 +7,7 @@ Each measurement is a new Python process: the cold one with empty numba and gene
 folders (``NUMBA_CACHE_DIR``, ``ONNXPLUG_NUMBA_CACHE_DIR``), the warm ones reusing what it left.
 Printed per process: import, session creation, first and second run (wall seconds), CPU seconds of
 the process up to there (all threads), and onnxruntime's session creation and first run for scale.
+``--compiles`` lists the cold process's numba compilations (CPU s per function, nested ones apart).
 """
 
 from __future__ import annotations
@@ -23,6 +24,24 @@ import json, sys, time
 c0 = time.process_time()
 t0 = time.perf_counter()
 import numpy as np
+compiles, stack = {}, []
+if sys.argv[3] == "1":
+    from numba.core import event
+
+    class Compiles(event.Listener):
+        def on_start(self, ev):
+            stack.append([time.process_time(), 0.0])
+
+        def on_end(self, ev):
+            start, nested = stack.pop()
+            spent = time.process_time() - start
+            if stack:
+                stack[-1][1] += spent
+            f = ev.data["dispatcher"].py_func
+            name = f"{f.__module__}.{f.__qualname__}".split(".<locals>")[0]
+            compiles[name] = compiles.get(name, 0.0) + spent - nested
+
+    event.register("numba:compile", Compiles())
 import onnxplug
 t1 = time.perf_counter()
 c1 = time.process_time()
@@ -48,12 +67,12 @@ ref.run(None, {inp.name: x})
 t7 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "session_s": t2 - t1, "first_run_s": t3 - t2, "second_run_s": t4 - t3,
                   "cpu_s": c4 - c0, "cpu_session_s": c2 - c1, "cpu_first_run_s": c3 - c2,
-                  "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6}))
+                  "ort_session_s": t6 - t5, "ort_first_run_s": t7 - t6, "compiles": compiles}))
 """
 
 
-def run_child(model: str, provider: str, env: dict[str, str]) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, model, provider], env=env, capture_output=True, text=True,
+def run_child(model: str, provider: str, env: dict[str, str], compiles: bool = False) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, model, provider, "1" if compiles else "0"], env=env, capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -63,10 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model")
     parser.add_argument("--provider", default="numba")
     parser.add_argument("--repeat", type=int, default=2, help="warm processes after the cold one")
+    parser.add_argument("--compiles", action="store_true", help="list the cold process's numba compilations")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as numba_cache, tempfile.TemporaryDirectory() as plug_cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=numba_cache, ONNXPLUG_NUMBA_CACHE_DIR=plug_cache)
-        rows = [("cold", run_child(args.model, args.provider, env))]
+        rows = [("cold", run_child(args.model, args.provider, env, args.compiles))]
         rows += [(f"warm {k + 1}", run_child(args.model, args.provider, env)) for k in range(args.repeat)]
     print("| process | import s | session s | first run s | session + first run s | second run s "
           "| CPU s: session | CPU s: first run | CPU s: whole process to there | onnxruntime session + first run s |")
@@ -76,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
               f"| {r['session_s'] + r['first_run_s']:.2f} | {r['second_run_s']:.3f} "
               f"| {r['cpu_session_s']:.2f} | {r['cpu_first_run_s']:.2f} | {r['cpu_s']:.1f} "
               f"| {r['ort_session_s'] + r['ort_first_run_s']:.2f} |")
+    if args.compiles:
+        spent = rows[0][1]["compiles"]
+        print(f"\ncold process: numba compilations, {sum(spent.values()):.1f} CPU s in all\n")
+        print("| function | CPU s |")
+        print("|---|---|")
+        for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:15]:
+            print(f"| {name} | {seconds:.2f} |")
     return 0
 
 
