@@ -1,11 +1,9 @@
 """Parallel conv kernels that hand work to other threads without Python: numba ``prange`` regions
 (its OpenMP layer, whose idle workers spin briefly before sleeping) calling OpenBLAS's ``sgemm``
-directly through ctypes.
-
-Why: handing a chunk to a Python pool thread costs wake-ups and GIL hand-offs that outweigh most
-convs of a small model at batch 1; inside a ``prange`` region no thread needs the GIL, and
-back-to-back regions find the workers still spinning. Those spinning workers take the core a Python
-pool thread would need, so RNN input projections (run next on the pool) stay off this path.
+directly through ctypes. Handing a chunk to a Python pool thread costs wake-ups and GIL hand-offs
+that outweigh most convs of a small model at batch 1; inside a ``prange`` region no thread needs the
+GIL, and back-to-back regions find the workers still spinning. Those spinning workers take the core
+a Python pool thread would need, so RNN input projections (run next on the pool) stay off this path.
 
 float32 only; OpenBLAS runs one thread per call (the provider pins it), as threads call it at once.
 Needs a thread-safe numba threading layer (OpenMP or TBB). GNU OpenMP does not survive ``fork``: a

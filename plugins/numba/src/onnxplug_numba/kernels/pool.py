@@ -1,15 +1,12 @@
 """Compiled 2-D max and average pooling over (N*C, H, W), with pads, strides, dilations and ceil_mode.
 
 Window ``o`` starts at ``o * stride - pad_begin``; taps past the end padding are not part of the
-window (ceil_mode's extra window), as onnxruntime computes them.
-
-Windows are separable, so each output row is made in two passes over contiguous memory: the
-window's input rows are combined column by column into a padded line (``line[pw + ix]`` holds
-input column ``ix``; the padding holds -inf for max, 0 for sums), then output column ``xo``
-combines ``line[xo * sw + j * dw]`` over the taps ``j``. Neither pass tests bounds, and both
-vectorise: max uses LLVM's ``maximum`` (NaN if either side is NaN), not a compare-and-branch.
-Rows under 64 columns mostly fall outside LLVM's 32-wide vector loop and run scalar. (A window
-holding both zeros gives +0; onnxruntime's own float32 and float64 pools disagree there.)
+window (ceil_mode's extra window), as onnxruntime computes them. Windows are separable, so each
+output row is made in two passes over contiguous memory: the window's input rows combined column by
+column into a padded line (-inf for max, 0 for sums), then output column ``xo`` combining
+``line[xo * sw + j * dw]`` over the taps ``j``. Neither pass tests bounds, and both vectorise: max
+uses LLVM's ``maximum`` (NaN if either side is NaN), not a compare-and-branch. (A window holding both
+zeros gives +0; onnxruntime's own float32 and float64 pools disagree there.)
 """
 
 from __future__ import annotations
