@@ -185,7 +185,6 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
     from onnxplug.providers.numpy.runtime import blas
 
     monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
-    monkeypatch.setattr(channels_last, "UNIT_PIXELS", 16)
     calls = []
     real_conv = channels_last.conv_1x1_nhwc
     monkeypatch.setattr("onnxplug.providers.numpy.ops.com_onnxplug.op_nhwc_conv.conv_1x1_nhwc",
@@ -199,7 +198,7 @@ def test_pointwise_units_on_the_product_threads_match(tmp_path, monkeypatch, poi
              helper.make_node("Add", ["r", "p"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
     out = [3, cout, (9 - 1) // stride + 1, (7 - 1) // stride + 1]
     ours, expected, counts = _run_both(_model(nodes, [3, cin, 9, 7], out, inits), {"x": f32(3, cin, 9, 7)}, tmp_path,
-                                       split_product_macs="1")
+                                       split_product_macs="1", nhwc_unit_pixels="16")
     _assert_close(ours, expected)
     assert calls == [False, True]  # the second 1x1 takes the residual and the Relu
     units = 3 * 3 if stride == 1 else 3  # 3 bands of 3 rows per image, or one image per unit
@@ -328,14 +327,13 @@ def test_few_channel_stem_runs_channels_last_and_matches(tmp_path, poisoned_scra
 
 @pytest.mark.parametrize("split", [False, True], ids=["one thread", "product threads"])
 def test_stem_bands_and_units_match(tmp_path, monkeypatch, poisoned_scratch, parallel_for_calls, split):
-    """Columns larger than DENSE_UNIT_BYTES go in bands of output rows, and with enough work the
+    """Columns larger than the nhwc_dense_unit_bytes option go in bands of output rows, and with enough work the
     (image, band) units go to both product threads; each unit's bias and Relu6 stay right."""
     from onnxplug.providers.numpy.runtime import blas
 
-    monkeypatch.setattr(channels_last, "DENSE_UNIT_BYTES", 2100)  # 28 x 9 values a row: 2 rows a band
-    options = {}
+    options = {"nhwc_dense_unit_bytes": "2100"}  # 28 x 9 values a row: 2 rows a band
     if split:
-        options = {"split_product_macs": "1"}
+        options["split_product_macs"] = "1"
         monkeypatch.setattr(blas.PRODUCT_THREADS, "threads", 2)
     shared = parallel_for_calls(channels_last)
     proto = _stem((3, 3, 17, 18), 8, (3, 3), dict(strides=[2, 2], pads=[1] * 4), True, True)

@@ -56,6 +56,10 @@ class NumpyTuning:
                                            "whether its units go to the product threads")
     im2col_band_bytes: int = _option(1 << 20, "an image whose im2col columns take 4x this many bytes or more goes "
                                               "in bands of output rows of about this many")
+    nhwc_unit_pixels: int = _option(4096, "output pixels per unit of a channels-last 1x1 convolution worth "
+                                          "splitting over the product threads")
+    nhwc_dense_unit_bytes: int = _option(2 << 20, "bytes of columns per unit of a channels-last dense "
+                                                  "convolution (bands of output rows beyond it)")
     bottleneck_band_bytes: int = _option(2 << 20, "bytes of expanded rows in one unit of a fused inverted "
                                                   "bottleneck (a band of an image's output rows)")
     bottleneck_band_per_thread: bool = _option(True, "a single image worth sharing goes in one inverted-bottleneck "

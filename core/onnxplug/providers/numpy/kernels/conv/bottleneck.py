@@ -81,11 +81,11 @@ def inverted_bottleneck(x: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2
     expand_act, depthwise_act = activations
     if oh * ow < MIN_FUSED_OUTPUTS:
         wt, row, augmented = weights.expand.get(w1, b1)
-        expanded = conv_1x1_nhwc(x, wt, row, [1, 1], expand_act.epilogue, augmented)
+        expanded = conv_1x1_nhwc(x, wt, row, [1, 1], expand_act.epilogue, augmented, tuning)
         filtered = depthwise_nhwc(expanded, w2, b2, [stride, stride], [1, 1], [1, 1], [1, 1],
                                   depthwise_act.epilogue, weights.depthwise)
         wt, row, augmented = weights.project.get(w3, b3)
-        return conv_1x1_nhwc(filtered, wt, row, [1, 1], finish, augmented)
+        return conv_1x1_nhwc(filtered, wt, row, [1, 1], finish, augmented, tuning)
     return _banded(x, w1, b1, w2, b2, w3, b3, stride, (oh, ow), activations, finish, weights, tuning)
 
 

@@ -21,6 +21,7 @@ from onnxplug.optimizer.functions import channels_first_perm, channels_last_perm
 from onnxplug.providers.numpy.runtime.blas import matmul, parallel_for
 from onnxplug.providers.numpy.runtime.scratch import ThreadScratch
 from onnxplug.providers.numpy.kernels.conv.strided import strided_view
+from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 
 #: ``epilogue(view, index)``: residual and activation in place on ``out[index]`` = ``view``.
 Epilogue = Callable[[np.ndarray, tuple], None]
@@ -184,9 +185,8 @@ DEPTHWISE_MACS_PER_TAP = 12
 #: standard kernel (Winograd, im2col over whole channels) between transposes serves them better.
 DENSE_MAX_CHANNELS = 4
 
-#: Bytes of columns per unit of conv_dense_nhwc: bands of output rows beyond it (the columns then
-#: stay in a core's L2 cache from their copy to the product).
-DENSE_UNIT_BYTES = 2 << 20
+# Bytes of columns per unit of conv_dense_nhwc (``tuning.nhwc_dense_unit_bytes``): bands of output
+# rows beyond it (the columns then stay in a core's L2 cache from their copy to the product).
 
 
 class DenseWeights:
@@ -211,7 +211,8 @@ class DenseWeights:
 
 def conv_dense_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides: Sequence[int],
                     dilations: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                    epilogue: Epilogue | None, weights: DenseWeights) -> np.ndarray | None:
+                    epilogue: Epilogue | None, weights: DenseWeights,
+                    tuning: NumpyTuning = DEFAULT_TUNING) -> np.ndarray | None:
     """Dense (one group) 2-D convolution of ``x`` (N, H, W, C) by ``w`` (K, C, kh, kw), or None when
     this formulation does not apply (more than DENSE_MAX_CHANNELS channels, negative pads).
 
@@ -237,7 +238,7 @@ def conv_dense_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strid
     else:
         xp = np.ascontiguousarray(x, dtype=dtype)
     s_h, s_w, s_c = xp.strides[1:]
-    rows = max(1, min(oh, DENSE_UNIT_BYTES // (ow * rows_w * out.itemsize)))
+    rows = max(1, min(oh, tuning.nhwc_dense_unit_bytes // (ow * rows_w * out.itemsize)))
     bands = -(-oh // rows)
 
     def unit(u: int, product: Callable) -> None:
@@ -291,7 +292,8 @@ def add_bias_rows(y2: np.ndarray, bias_row: np.ndarray) -> None:
 
 
 def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, strides: Sequence[int],
-                  epilogue: Epilogue | None, augmented: np.ndarray | None = None) -> np.ndarray:
+                  epilogue: Epilogue | None, augmented: np.ndarray | None = None,
+                  tuning: NumpyTuning = DEFAULT_TUNING) -> np.ndarray:
     """1x1 convolution without pads of ``x`` (N, *spatial, C_in) by ``wt`` (C_in, C_out): a product
     whose rows are the output pixels, then the bias and the epilogue. ``bias_row`` is the bias tiled
     ``BIAS_TILE`` times.
@@ -300,7 +302,8 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
     against a column of ones after the input pixels in scratch: copying the narrower input costs
     less than a pass over the output.
 
-    A product worth splitting goes to the product threads in units of about UNIT_PIXELS output
+    A product worth splitting goes to the product threads in units of about
+    ``tuning.nhwc_unit_pixels`` output
     pixels (whole images, or bands of an image's rows), each with its own copy, bias and epilogue
     while its output is still in cache, rather than one split product followed by whole passes,
     which are memory-bound."""
@@ -308,7 +311,7 @@ def conv_1x1_nhwc(x: np.ndarray, wt: np.ndarray, bias_row: np.ndarray | None, st
     cin, cout = wt.shape
     m = math.prod(sampled.shape[:-1])
     out = np.empty(sampled.shape[:-1] + (cout,), dtype=np.result_type(x.dtype, wt.dtype))
-    units = _pixel_units(sampled.shape[:-1], UNIT_PIXELS)
+    units = _pixel_units(sampled.shape[:-1], tuning.nhwc_unit_pixels)
 
     def unit(k: int) -> None:
         index = units[k]
@@ -331,10 +334,6 @@ POINTWISE_THREADED_MACS = 2_000_000
 
 def _pointwise_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     return matmul(a, b, out, threaded_macs=POINTWISE_THREADED_MACS)
-
-
-#: Output pixels per unit of a 1x1 convolution whose product is worth splitting (see conv_1x1_nhwc).
-UNIT_PIXELS = 4096
 
 
 @functools.lru_cache(maxsize=64)

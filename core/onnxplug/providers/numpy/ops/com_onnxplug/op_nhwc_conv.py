@@ -49,9 +49,9 @@ class _ChannelsLast:
         if depthwise:
             return depthwise_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.depthwise_weights)
         if dense:
-            return conv_dense_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.dense_weights)
+            return conv_dense_nhwc(x, w, b, strides, dilations, begin, end, epilogue, self.dense_weights, self.tuning)
         wt, bias_row, augmented = self.pointwise_weights.get(w, b)
-        return conv_1x1_nhwc(x, wt, bias_row, strides, epilogue, augmented)
+        return conv_1x1_nhwc(x, wt, bias_row, strides, epilogue, augmented, self.tuning)
 
 
 @op("Conv", domain=NHWC_DOMAIN)
