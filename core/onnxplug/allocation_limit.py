@@ -69,7 +69,7 @@ def refuse(source: str, node: Node, what: str, nbytes: int, limit: int) -> Alloc
 
 
 def _ints(value: Any) -> list[int]:
-    return [int(v) for v in np.asarray(value).reshape(-1)]
+    return [int(v) for v in np.asarray(value).reshape(-1).tolist()]
 
 
 def _itemsize(dtype: Any) -> int:
@@ -186,7 +186,7 @@ class _Inputs:
         return np.asarray(self.to_host(value))
 
     def shape(self, i: int) -> tuple:
-        return tuple(int(d) for d in self.args[i].shape)
+        return tuple(int(d) for d in self.args[i].shape)  # Python ints: products must not overflow
 
     def dtype(self, i: int) -> Any:
         return self.args[i].dtype
