@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 import onnx
+import onnxplug as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxplug.cli import main
@@ -77,11 +78,39 @@ class FusingPerturbedProvider(ExecutionProvider):
         return Chain(subgraph, context)
 
 
+GEMM_REGISTRY = KernelRegistry("perturbed_gemm")
+
+
+@GEMM_REGISTRY.kernel("MatMul", 1, 9, 13)
+class PerturbedMatMul(Kernel):
+    def compute(self, a, b):
+        return a @ b + np.float32(PERTURBATION)
+
+
+@GEMM_REGISTRY.kernel("FusedGemm", domain="com.onnxplug")
+class PerturbedFusedGemm(Kernel):
+    """The optimizer's MatMul + Add + Relu, off by PERTURBATION (as the MatMul it came from)."""
+
+    def compute(self, a, b, c=None):
+        return np.maximum(a @ b + np.float32(PERTURBATION) + (0 if c is None else c), 0)
+
+
+class PerturbedGemmProvider(ExecutionProvider):
+    name: ClassVar[str] = "perturbed_gemm"
+    version: ClassVar[str] = "test"
+
+    def __init__(self, options=None, *, intra_op_num_threads: int = 0) -> None:
+        super().__init__(options, intra_op_num_threads=intra_op_num_threads)
+        self.kernel_registry = GEMM_REGISTRY
+
+
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    get_catalog().register(FusingPerturbedProvider, "tests")
+    for cls in (FusingPerturbedProvider, PerturbedGemmProvider):
+        get_catalog().register(cls, "tests")
     yield
-    get_catalog().providers.pop(FusingPerturbedProvider.name, None)
+    for cls in (FusingPerturbedProvider, PerturbedGemmProvider):
+        get_catalog().providers.pop(cls.name, None)
 
 
 def _save(model, tmp_path) -> str:
@@ -178,3 +207,20 @@ def test_cli_diff_reports_inside(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "first divergence: value 'ts' of node 'the_loop' (Loop)" in out
     assert "inside 'the_loop': iteration 1, value 't' of body node 'body_tanh' (Tanh), max abs error 0.25" in out
+
+
+def test_a_divergence_out_of_an_optimizer_made_node_names_the_models_node(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+         helper.make_node("Relu", ["a"], ["y"], name="relu")],
+        "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 4])],
+        [numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w"),
+         numpy_helper.from_array(np.full(4, 0.5, np.float32), "b")])
+    path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), tmp_path)
+    feeds = {"x": np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.25]], np.float32)}
+    found, _ = diff(path, ("perturbed_gemm", "numpy"), feeds, level=int(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+    assert found is not None
+    assert found.op_type == "FusedGemm" and found.node not in ("mm", "add", "relu")  # the optimizer's node
+    assert found.unfused_checked and found.unfused is not None
+    assert (found.unfused.value, found.unfused.node, found.unfused.op_type) == ("m", "mm", "MatMul")
+    assert found.unfused.max_abs == pytest.approx(PERTURBATION, rel=1e-5)
