@@ -211,7 +211,8 @@ def test_cli_diff_reports_inside(tmp_path, capsys):
 
 def test_a_divergence_out_of_an_optimizer_made_node_names_the_models_node(tmp_path):
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+         helper.make_node("Add", ["m", "b"], ["a"], name="add"),
          helper.make_node("Relu", ["a"], ["y"], name="relu")],
         "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 4])],
         [numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w"),

@@ -124,7 +124,8 @@ def test_numba_names_the_loop_body_node_it_cannot_compile():
         [helper.make_tensor("n", TensorProto.INT64, [], [2]), helper.make_tensor("c", TensorProto.BOOL, [], [True])])
     model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
     found = _declines(model, "numba")
-    assert found["the_loop"] == ("op", "body node 'body_softmax' (Softmax) has an op the compiled loop does not generate")
+    assert found["the_loop"] == \
+        ("op", "body node 'body_softmax' (Softmax) has an op the compiled loop does not generate")
     x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
     got = ort.InferenceSession(model, _options(), providers=["numba"]).run(None, {"x": x})[0]
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
