@@ -164,3 +164,14 @@ def test_correct_kernels_pass_the_output_checks_on_a_suite_model():
         assert_close(sess.run(None, feeds), ort_outputs(model, feeds))
     assert provider.calls > 0
     assert provider.allocator.live == constants
+
+
+def test_a_graph_output_declared_with_another_shape_runs_as_in_onnxruntime():
+    """The checks hold kernels to shape inference, not to a model's output declarations, which
+    onnxruntime only warns about (real models declare [1, ?] for a [16, 1, 8210] output)."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                       [("x", TensorProto.FLOAT, [3, 8])], [("y", TensorProto.FLOAT, [1, 8, 1])])
+    expected = ort_outputs(model, _FEEDS)
+    for providers in (["numpy"], ["faulty"]):
+        sess = ort.InferenceSession(model.SerializeToString(), providers=providers)
+        assert_close(sess.run(None, _FEEDS), expected)
