@@ -157,3 +157,18 @@ def test_numba_names_the_pool_attribute_it_does_not_compute():
     model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
     found = _declines(model, "numba")
     assert found["pool_with_indices"] == ("attribute", "an Indices output is not computed")
+
+
+def test_numba_names_the_rnn_and_cast_attributes_it_does_not_compute():
+    _needs("numba")
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("GRU", ["x", "w", "r"], ["y"], name="clipped_gru", hidden_size=2, clip=1.0),
+         helper.make_node("Cast", ["x"], ["s"], name="to_string", to=TensorProto.STRING)],
+        "g", [helper.make_tensor_value_info("x", f, [1, 1, 3])],
+        [helper.make_tensor_value_info("y", f, None), helper.make_tensor_value_info("s", TensorProto.STRING, None)],
+        [helper.make_tensor("w", f, [1, 6, 3], [0.1] * 18), helper.make_tensor("r", f, [1, 6, 2], [0.1] * 12)])
+    model = helper.make_model(graph, opset_imports=OPSET[:1], ir_version=8).SerializeToString()
+    found = _declines(model, "numba")
+    assert found["clipped_gru"] == ("attribute", "clip or input_forget is not computed")
+    assert found["to_string"] == ("dtype", "a cast to tensor(string)")

@@ -60,6 +60,14 @@ class Conv(NumbaKernel):
 _FUSED_ACTIVATIONS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", ""}
 
 
+def activation_supported(node: Node) -> bool | Decline:
+    """True when the fused node's activation is one the epilogue computes, else why not."""
+    if fused_activation(node) is not None:
+        return True
+    return Decline("attribute", f"activation {decode(node.attr('activation', ''))!r} (with its parameters) "
+                                "is not one the fused epilogue computes")
+
+
 def fused_activation(node: Node) -> tuple[int, float, float] | None:
     """The epilogue activation of a FusedConv/FusedGemm node (onnxruntime's attribute spelling)."""
     act = decode(node.attr("activation", ""))
@@ -107,7 +115,7 @@ class FusedConv(Conv):
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        return conv_supported(node, view) and fused_activation(node) is not None
+        return conv_supported(node, view) and activation_supported(node)
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)

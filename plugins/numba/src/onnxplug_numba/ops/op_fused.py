@@ -13,7 +13,7 @@ from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.kernels import native_attention, native_parallel
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same, matmul
-from onnxplug_numba.ops.op_conv import activation_in_place, fused_activation
+from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.ops.op_norm import LayerNormalization, _rows
 from onnxplug_numba.provider import NumbaProvider
 
@@ -35,7 +35,7 @@ class FusedMatMul(_FloatKernel):
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        return super().supports(node, view) and fused_activation(node) is not None
+        return super().supports(node, view) and activation_supported(node)
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)

@@ -7,7 +7,7 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul, openblas_serial
-from onnxplug_numba.ops.op_conv import activation_in_place, fused_activation
+from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.provider import NumbaProvider
 
 
@@ -71,7 +71,7 @@ class FusedGemm(Gemm):
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        return all_present_same(view, node, FLOAT_TYPES) and fused_activation(node) is not None
+        return all_present_same(view, node, FLOAT_TYPES) and activation_supported(node)
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node, numpy_dtype
+from onnxplug_sdk import Decline, GraphView, Node, numpy_dtype, onnx_type_name
 
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import PLAIN_DTYPES, FLOAT_TYPES, HostKernel, NumbaKernel, row_grain, all_present_same
@@ -28,8 +28,10 @@ class Cast(HostKernel):
         try:
             target = numpy_dtype(int(node.attr("to")))
         except (TypeError, ValueError, KeyError):
-            return False
-        return target.name in PLAIN_DTYPES and super().supports(node, view)
+            return Decline("attribute", f"'to' = {node.attr('to')!r} is not a tensor element type")
+        if target.name not in PLAIN_DTYPES:
+            return Decline("dtype", f"a cast to {onnx_type_name(int(node.attr('to')))}")
+        return super().supports(node, view)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         return x.astype(numpy_dtype(int(self.attr("to"))))
@@ -47,7 +49,11 @@ class Pad(HostKernel):
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
-        return node.attr("mode", "constant") in ("constant", "reflect", "edge", "wrap") and super().supports(node, view)
+        mode = node.attr("mode", "constant")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if mode not in ("constant", "reflect", "edge", "wrap"):
+            return Decline("attribute", f"mode {mode!r} is not one of constant, reflect, edge, wrap")
+        return super().supports(node, view)
 
     def compute(self, x: np.ndarray, pads: np.ndarray | None = None, value: np.ndarray | None = None,
                 axes: np.ndarray | None = None) -> np.ndarray:

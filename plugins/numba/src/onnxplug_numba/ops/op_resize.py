@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import Decline, GraphView, Node
+from onnxplug_sdk.helpers import untyped_reason
 
 from onnxplug_numba.kernels.resize import apply_taps
-from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, dtypes_in
+from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, dtypes_in, row_grain
 from onnxplug_numba.provider import NumbaProvider
 
 _MODES = {"nearest", "linear", "cubic"}
@@ -116,9 +117,16 @@ class Resize(NumbaKernel):
                 node.attr("coordinate_transformation_mode", "half_pixel") not in _TRANSFORMS or \
                 node.attr("nearest_mode", "round_prefer_floor") not in _NEAREST or \
                 node.attr("keep_aspect_ratio_policy", "stretch") not in ("stretch", "not_larger", "not_smaller"):
-            return False
-        return dtypes_in(view, [node.inputs[0], node.outputs[0]], FLOAT_TYPES) and view.dtype_of(
-            node.inputs[0]) == view.dtype_of(node.outputs[0])
+            return Decline("attribute", "its mode, coordinate_transformation_mode, nearest_mode or "
+                                        "keep_aspect_ratio_policy is not one computed here")
+        if dtypes_in(view, [node.inputs[0], node.outputs[0]], FLOAT_TYPES) and view.dtype_of(
+                node.inputs[0]) == view.dtype_of(node.outputs[0]):
+            return True
+        untyped = next((n for n in (node.inputs[0], node.outputs[0]) if view.dtype_of(n) is None), None)
+        if untyped is not None:
+            return Decline("dtype", untyped_reason(view, untyped))
+        return Decline("dtype", f"input {view.dtype_of(node.inputs[0])} and output {view.dtype_of(node.outputs[0])}: "
+                                "the same of float32 or float64 only")
 
     def _targets(self, x: np.ndarray, scales: np.ndarray | None, sizes: np.ndarray | None,
                  axes: list[int]) -> tuple[list[float], list[int]]:

@@ -9,7 +9,7 @@ the panels of the tiled step product (kernels/rnn_tile.py).
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import Decline, GraphView, Node
 
 from onnxplug_numba.kernels import native_parallel
 from onnxplug_numba.kernels import rnn as krnn
@@ -40,15 +40,15 @@ class _Recurrent(NumbaKernel):
         if acts is not None:
             default = _DEFAULTS[node.op_type]
             if [a.lower() for a in acts] not in ([a.lower() for a in default], [a.lower() for a in default * 2]):
-                return False
+                return Decline("attribute", f"activations {list(acts)} (only the defaults {default})")
         if node.attr("clip") is not None or node.attr("input_forget", 0):
-            return False
+            return Decline("attribute", "clip or input_forget is not computed")
         if node.attr("activation_alpha") is not None or node.attr("activation_beta") is not None:
-            return False
-        if len(node.inputs) > 4 and node.inputs[4]:  # sequence_lens
-            return False
+            return Decline("attribute", "activation_alpha or activation_beta is not computed")
+        if len(node.inputs) > 4 and node.inputs[4]:
+            return Decline("attribute", "a sequence_lens input is not computed")
         if node.op_type == "GRU" and node.opset < 3:
-            return False
+            return Decline("attribute", f"GRU at opset {node.opset} (from opset 3 only)")
         floats = [i for i, n in enumerate(node.inputs) if n and i != 4]
         return all_present_same(view, node, FLOAT_TYPES, inputs=floats)
 
