@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk import Decline, GraphView, Node
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.engine.dtypes import COPY_TYPES
@@ -163,7 +163,9 @@ class Pad(ClKernel):
         mode = node.attr("mode", b"constant")
         mode = mode.decode() if isinstance(mode, bytes) else mode
         t = view.type_of(node.inputs[0])
-        return mode in _PAD_MODES and (t is None or t.shape is None or len(t.shape) <= 8)
+        if mode not in _PAD_MODES:
+            return Decline("attribute", f"mode {mode!r} is not one of {', '.join(sorted(_PAD_MODES))}")
+        return t is None or t.shape is None or len(t.shape) <= 8 or Decline("shape", f"rank {len(t.shape)} (8 at most)")
 
     def compute(self, x: Any, pads: Any = None, value: Any = None, axes: Any = None) -> Any:
         rank = x.ndim

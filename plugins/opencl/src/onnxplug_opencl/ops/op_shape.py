@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_opencl.engine import movement
 from onnxplug_opencl.ops._base import ClKernel, attach_mirror, host_mirror, normalize_axis
@@ -137,7 +137,9 @@ class Constant(ClKernel):
     @classmethod
     def accepts(cls, node: Node, view: GraphView, entry: DeviceEntry) -> bool:
         value = _constant_value(node)
-        return value is not None and value.dtype.kind in "biuf"
+        if value is None:
+            return Decline("attribute", "its value is not a dense tensor attribute")
+        return value.dtype.kind in "biuf" or Decline("dtype", f"a {value.dtype} constant")
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
@@ -159,7 +161,8 @@ class ConstantOfShape(ClKernel):
 
         value = node.attr("value")
         dtype = np.asarray(value).dtype if value is not None else np.dtype(np.float32)
-        return device_supports(entry, dtype)
+        return device_supports(entry, dtype) or \
+            Decline("dtype", f"a {dtype} fill value, which device {entry.name!r} does not compute in")
 
     def compute(self, shape: Any) -> Any:
         dims = [int(d) for d in self.host_values(shape, 0).reshape(-1)]
