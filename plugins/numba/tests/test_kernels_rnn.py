@@ -137,3 +137,30 @@ def test_bidirectional_layer_runs_both_directions_in_one_prange_region(rng, op):
     kernel = krnn.lstm_both_directions if op == "LSTM" else krnn.gru_both_directions
     assert kernel.signatures, "the two directions did not run in the prange kernel"
     assert_close(got, run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_weights_computed_each_run_are_packed_once_per_value(rng, op, monkeypatch):
+    """Weights that are not constants but repeat their values (a graph computing them from
+    constants) are packed once; a change, in place or not, is packed again; results as onnxruntime's."""
+    from onnxplug_numba.ops import op_rnn
+
+    packs = []
+    kernel = getattr(op_rnn, op)
+    original = kernel.recurrent_weights
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        packs.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(kernel, "recurrent_weights", counting)
+    model, feeds = _recurrent_case(rng, op, "forward", 8, 2, weights_as_inputs=True)
+    _, session = run_numba(model, feeds)
+    first = len(packs)
+    same = {k: v.copy() for k, v in feeds.items()}  # new arrays, same values
+    assert_close(session.run(None, same), run_onnxruntime(model, same))
+    assert len(packs) == first
+    w_name = [k for k in feeds if k != "x"][0]
+    same[w_name] *= np.float32(0.5)  # in place: the kept copy tells it apart
+    assert_close(session.run(None, same), run_onnxruntime(model, same))
+    assert len(packs) == first + 1

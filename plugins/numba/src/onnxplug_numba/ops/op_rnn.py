@@ -25,6 +25,18 @@ RNN_BAND_MIN_ROWS = 128
 _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
 
 
+#: Largest W + R + B (bytes) whose packed forms are kept by value (a copy of each is kept to compare).
+_BY_VALUE_MAX_BYTES = 16 << 20
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two C-contiguous arrays hold the same bits (NaNs and signed zeros included)."""
+    if a.shape != b.shape or a.dtype != b.dtype or not a.flags.c_contiguous:
+        return False
+    unsigned = np.dtype(f"u{a.itemsize}")
+    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
+
+
 class _Recurrent(NumbaKernel):
     gates = 4
 
@@ -33,6 +45,8 @@ class _Recurrent(NumbaKernel):
         self._packed: tuple[tuple[object, ...], tuple[list[np.ndarray], list[np.ndarray],
                                                      list[tuple[np.ndarray, ...]]]] | None = None
         self._joined: tuple[np.ndarray, np.ndarray] | None = None  # (W[0]^T, [W[0]^T | W[1]^T])
+        # (copies of W, R, B, their packed forms): weights the graph computes each run
+        self._by_value: tuple[tuple[np.ndarray, ...], tuple] | None = None  # type: ignore[type-arg]
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -80,6 +94,9 @@ class _Recurrent(NumbaKernel):
         cached = self._packed
         if cached is not None and all(a is k for a, k in zip(cached[0], key)):
             return cached[1]
+        by_value = self._by_value
+        if by_value is not None and all(_same_bits(a, k) for a, k in zip(by_value[0], key)):
+            return by_value[1]
         dirs, rows, _ = w.shape
         wt = [np.ascontiguousarray(w[d].T) for d in range(dirs)]
         bias = [np.ascontiguousarray(self.input_bias(b[d], rows)) for d in range(dirs)]
@@ -87,6 +104,10 @@ class _Recurrent(NumbaKernel):
         names = self.node.inputs
         if all(i < len(names) and names[i] in self.context.constants for i in (1, 2, 3)):
             self._packed = (key, (wt, bias, rec))
+        elif all(a.flags.c_contiguous for a in key) and w.nbytes + r.nbytes + b.nbytes <= _BY_VALUE_MAX_BYTES:
+            # weights computed from constants each run (silero-vad's LSTMs take an Unsqueeze of a
+            # Concat inside an If branch): packing them was a fifth of its run; comparing is cheaper
+            self._by_value = (tuple(a.copy() for a in key), (wt, bias, rec))
         return wt, bias, rec
 
     def input_bias(self, b: np.ndarray, rows: int) -> np.ndarray:
