@@ -23,7 +23,8 @@ def test_a_sequence_is_not_a_tensor():
     f = TensorProto.FLOAT
     view = _graph([helper.make_node("SequenceConstruct", ["x", "x"], ["seq"], name="pack"),
                    helper.make_node("SequenceAt", ["seq", "i"], ["y"], name="at")],
-                  [helper.make_tensor_value_info("x", f, [2]), helper.make_tensor_value_info("i", TensorProto.INT64, [])],
+                  [helper.make_tensor_value_info("x", f, [2]),
+                   helper.make_tensor_value_info("i", TensorProto.INT64, [])],
                   [helper.make_tensor_value_info("y", f, None)])
     assert untyped_reason(view, "seq") == "'seq' is a sequence, not a tensor"
 
@@ -34,8 +35,7 @@ def test_an_untyped_chain_names_the_node_where_inference_stopped():
                                     domain="com.microsoft"),
                    helper.make_node("Relu", ["s"], ["r"], name="relu"),
                    helper.make_node("Neg", ["r"], ["y"], name="neg")],
-                  [helper.make_tensor_value_info(n, f, [1, 2, 4]) for n in "x"]
-                  + [helper.make_tensor_value_info("g", f, [4])],
+                  [helper.make_tensor_value_info("x", f, [1, 2, 4]), helper.make_tensor_value_info("g", f, [4])],
                   [helper.make_tensor_value_info("y", f, None)])
     assert untyped_reason(view, "r") == ("the element type of 'r' is unknown: type inference gives none for the "
                                          "output of node 'sln' (com.microsoft::SkipLayerNormalization, opset 1) "
