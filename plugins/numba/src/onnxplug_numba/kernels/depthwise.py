@@ -142,7 +142,8 @@ def depthwise_phased(x, w, bias, residual, has_residual, act, alpha, beta,
                 src = acc[yo * wq:]
                 for k in range(ow):
                     row[k] = src[k]
-                _finish_row(row, 0.0, residual[n, m, yo], has_residual, act, alpha, beta)
+                # a zero of the row's type: a float64 0.0 compiled a second _finish_row
+                _finish_row(row, row.dtype.type(0), residual[n, m, yo], has_residual, act, alpha, beta)
         else:
             base = np.uint64(t * plane_out)
             for yo in range(np.uint64(oh)):
