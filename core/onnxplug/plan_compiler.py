@@ -272,6 +272,7 @@ class _Writer:
         self.lines: list[str] = []
         self.step_of_line: dict[int, int] = {}
         self.loaded: set[str] = set()
+        self.shared_keys: dict[int, str] = {}  # id of a class or dtype -> its closure variable
         self.read = {n for s in plan.steps for n in (*s.inputs, *s.scope_values) if n} | set(plan.outputs.values())
 
     def ident(self, value: str) -> str:
@@ -401,9 +402,8 @@ class _Writer:
 
     def shared(self, obj: Any) -> str:
         """A closure variable holding ``obj`` (classes, dtypes), one per distinct object."""
-        for key, value in self.closure.items():
-            if key.startswith("o_") and value is obj:
-                return key
-        key = f"o_{sum(k.startswith('o_') for k in self.closure)}"
-        self.closure[key] = obj
+        key = self.shared_keys.get(id(obj))
+        if key is None:
+            key = self.shared_keys[id(obj)] = f"o_{len(self.shared_keys)}"
+            self.closure[key] = obj
         return key
