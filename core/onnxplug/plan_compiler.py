@@ -7,8 +7,8 @@ The profiling variant reports around each step (``stats.start``, the call, ``sta
 ``stats.drop``). A kernel that raises is found from the traceback's line number, so the error names
 the node. Each kernel output read later, whose type is known, is checked on one line (class, element
 type by identity, rank or whole known shape, not a graph output's declared shape); only a mismatch
-goes to :func:`check_output`, which raises ``KernelError`` naming node and provider. Steps of a provider whose allocator tracks
-allocations (``Allocator.tracked``) are bracketed by a leak check.
+goes to :func:`check_output`, which raises ``KernelError`` naming node and provider. Steps of a
+provider whose allocator tracks allocations (``Allocator.tracked``) are bracketed by a leak check.
 """
 
 from __future__ import annotations
