@@ -65,7 +65,7 @@ def _expected(step: Step, index: int) -> tuple[tuple[type, ...], np.dtype, tuple
         return None
     try:
         dtype = vtype.dtype
-    except Exception:  # an element type numpy has no dtype for: nothing to compare with
+    except (KeyError, ValueError, TypeError):  # an element type numpy has no dtype for
         return None
     if dtype is None:
         return None
