@@ -94,7 +94,7 @@ def im2col(x, c0, c1, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, cols):  # type: ig
                 continue
             dst[:lo] = 0
             # an element loop, not a slice assignment: that one compiles numba's shape-mismatch
-            # message formatting (seconds of a cold start)
+            # message formatting (string overloads, a large part of a cold start)
             src = x[c, iy]
             for e in range(lo, hi):
                 dst[e] = src[e * sw + off]

@@ -106,7 +106,7 @@ class _Recurrent(NumbaKernel):
             self._packed = (key, (wt, bias, rec))
         elif all(a.flags.c_contiguous for a in key) and w.nbytes + r.nbytes + b.nbytes <= _BY_VALUE_MAX_BYTES:
             # weights computed from constants each run (silero-vad's LSTMs take an Unsqueeze of a
-            # Concat inside an If branch): packing them was a fifth of its run; comparing is cheaper
+            # Concat inside an If branch): comparing them is cheaper than packing them again
             self._by_value = (tuple(a.copy() for a in key), (wt, bias, rec))
         return wt, bias, rec
 
