@@ -160,7 +160,7 @@ def test_weights_computed_each_run_are_packed_once_per_value(rng, op, monkeypatc
     same = {k: v.copy() for k, v in feeds.items()}  # new arrays, same values
     assert_close(session.run(None, same), run_onnxruntime(model, same))
     assert len(packs) == first
-    w_name = [k for k in feeds if k != "x"][0]
+    w_name = next(k for k in feeds if k != "x")
     same[w_name] *= np.float32(0.5)  # in place: the kept copy tells it apart
     assert_close(session.run(None, same), run_onnxruntime(model, same))
     assert len(packs) == first + 1
