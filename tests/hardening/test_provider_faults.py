@@ -175,3 +175,28 @@ def test_a_graph_output_declared_with_another_shape_runs_as_in_onnxruntime():
     for providers in (["numpy"], ["faulty"]):
         sess = ort.InferenceSession(model.SerializeToString(), providers=providers)
         assert_close(sess.run(None, _FEEDS), expected)
+
+
+def test_a_failed_run_does_not_keep_its_intermediates_while_the_error_is_held():
+    """A 40 MB intermediate read by the failing node is freed when the error leaves run, though
+    the caller keeps the error (and with it the traceback)."""
+    import tracemalloc
+
+    model = make_model([helper.make_node("Expand", ["x", "big"], ["e"], name="expand"),
+                        helper.make_node("Relu", ["e"], ["r"], name="relu"),
+                        helper.make_node("Reshape", ["r", "s"], ["y"], name="reshape")],
+                       [("x", TensorProto.FLOAT, [1]), ("s", TensorProto.INT64, [2])],
+                       [("y", TensorProto.FLOAT, None)],
+                       [numpy_helper.from_array(np.array([1000, 10000], np.int64), "big")])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["numpy"])
+    feeds = {"x": np.ones(1, np.float32), "s": np.array([7, 7], np.int64)}  # 49 != 10^7 elements
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        with pytest.raises(KernelError, match="'reshape'") as info:
+            sess.run(None, feeds)
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert info.value.__cause__ is not None  # the traceback is still held
+    assert held < 4_000_000, f"{held} bytes still allocated after the failed run"
