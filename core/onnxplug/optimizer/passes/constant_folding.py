@@ -1,9 +1,11 @@
 """Constant folding: a node whose inputs are all constants is computed once, here, with the kernels
 of the catalog's default provider, and its outputs become initializers. Constant nodes become initializers too.
 
-Not folded: nodes with subgraphs, random ops, nodes producing a graph output (the output would
-turn into an initializer), results that are not tensors, and results that would grow the model
-(more than ``MAX_GROWTH_BYTES`` and bigger than the inputs, as Expand or ConstantOfShape make).
+Runs in If/Loop/Scan bodies too, where outer-scope initializers no feed can override count as
+constants and results become body initializers. Not folded: nodes with subgraphs, random ops,
+nodes producing a graph output (the output would turn into an initializer), results that are not
+tensors, and results that would grow the model (more than ``MAX_GROWTH_BYTES`` and bigger than the
+inputs, as Expand or ConstantOfShape make; a Constant node's value is already in the model).
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class ConstantFolding(GraphRewritePass):
             results = (results,)
         values: list[np.ndarray | None] = []
         input_bytes = sum(v.nbytes for v in inputs if v is not None)
+        if node.op_type == "Constant" and node.domain == "":
+            input_bytes = sum(np.asarray(v).nbytes for v in results if v is not None)
         for name, value in zip(node.outputs, results):
             if not name:
                 values.append(None)
