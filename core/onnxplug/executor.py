@@ -85,6 +85,9 @@ class Plan:
     inputs: list[str]
     outputs: dict[str, PlannedValue]  # graph output name -> planned value
     outer: list[str]  # outer-scope names a subgraph plan reads
+    # an If/Loop/Scan body: shape inference types loop-carried values from their first iteration,
+    # so its outputs are checked for class and element type only
+    body: bool = False
     compiled: CompiledPlan | None = field(default=None, repr=False, compare=False)
     instrumented: CompiledPlan | None = field(default=None, repr=False, compare=False)
 
@@ -162,7 +165,8 @@ def build_plan(graph: Graph, groups: Sequence[Group], make_kernel: Callable[[Gro
     for vi in graph.outputs:
         outputs[vi.name] = ensure_on(vi.name, CPU, None) if home.get(vi.name, CPU) != CPU else vi.name
     _plan_releases(steps, set(outputs.values()) | set(constants))
-    return Plan(steps, constants, [vi.name for vi in graph.inputs], outputs, list(outer))
+    return Plan(steps, constants, [vi.name for vi in graph.inputs], outputs, list(outer),
+                body=graph.parent is not None)
 
 
 def _plan_releases(steps: list[Step], keep: set[PlannedValue]) -> None:

@@ -387,7 +387,7 @@ class _Writer:
             if spec is None:
                 continue
             classes, dtype, shape = spec
-            if getattr(value, "name", value) in self.plan.outputs:
+            if self.plan.body or getattr(value, "name", value) in self.plan.outputs:
                 # a graph output's shape is the model's declaration, which onnxruntime does not
                 # enforce (it warns): models declaring [1, ?] for a [16, 1, 8210] output run there
                 shape = None
