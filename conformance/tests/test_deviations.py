@@ -33,6 +33,17 @@ def test_later_sources_override_earlier_ones(tmp_path: Path) -> None:
     assert found.unknown_ids("node", ["test_x"]) == ["test_y"]
 
 
+def test_an_entry_without_a_module_applies_only_where_the_module_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "optional.toml"
+    path.write_text('[node]\n'
+                    'test_needs_json = {reason = "needs json", without = "json"}\n'
+                    'test_needs_absent = {reason = "needs it", without = "onnxplug_no_such_module"}\n')
+    found = load_deviations("x", None, [path])
+    assert found.lookup("node", "test_needs_json") is None  # json is importable: expected to pass
+    assert found.lookup("node", "test_needs_absent").reason == "needs it"
+    assert found.count() == 1
+
+
 def test_provider_attribute_may_be_a_path(tmp_path: Path) -> None:
     listing = tmp_path / "mine.json"
     listing.write_text('{"node": {"test_z": "zzz"}}')
@@ -49,6 +60,8 @@ def test_provider_attribute_may_be_a_path(tmp_path: Path) -> None:
     ('[node]\ntest_x = 3\n', "needs a non-empty reason"),
     ('node = "r"\n', "[node] must be a table"),
     ('[node\n', "bad.toml"),
+    ('[node]\ntest_x = {reason = "r"}\n', "needs 'reason' and 'without'"),
+    ('[node]\ntest_x = {without = "onnxplug_no_such_module"}\n', "needs a non-empty reason"),
 ])
 def test_malformed_lists_are_refused_by_name(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"

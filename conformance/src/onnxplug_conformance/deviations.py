@@ -12,6 +12,7 @@ test that failed or errored in a report, with its failure as the first draft of 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Mapping
@@ -47,6 +48,8 @@ class Deviations:
         [contract]                  # contract tests, by test name with parameters
         "test_round_trip[bfloat16]" = "..."
         [zoo]                       # zoo models, by model name
+        # expected to fail only where an optional module is missing
+        test_baz = {reason = "needs Pillow", without = "PIL"}
     """
 
     entries: dict[str, dict[str, Deviation]] = field(default_factory=lambda: {layer: {} for layer in LAYERS})
@@ -63,6 +66,13 @@ class Deviations:
             if not isinstance(table, Mapping):
                 raise DeviationFileError(f"{source}: [{layer}] must be a table of test id = reason")
             for test_id, reason in table.items():
+                if isinstance(reason, Mapping):  # {reason = "...", without = "module"}
+                    reason, without = reason.get("reason"), reason.get("without")
+                    if not isinstance(without, str) or not without.strip():
+                        raise DeviationFileError(f"{source}: [{layer}] {test_id!r}: a table entry needs "
+                                                 f"'reason' and 'without' (a module name)")
+                    if importlib.util.find_spec(without.strip()) is not None:
+                        continue  # the test is expected to pass where the module is installed
                 if not isinstance(reason, str) or not reason.strip():
                     raise DeviationFileError(f"{source}: [{layer}] {test_id!r} needs a non-empty reason string")
                 self.entries[layer][str(test_id)] = Deviation(reason.strip(), source)
