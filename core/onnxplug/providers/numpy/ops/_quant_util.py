@@ -31,9 +31,64 @@ def exact_int32(values: np.ndarray) -> np.ndarray:
 def requantize(acc: np.ndarray, multiplier: np.ndarray, zero_point: np.ndarray | None,
                out_dtype: np.dtype) -> np.ndarray:
     """round(acc * multiplier) + zero_point, saturated to ``out_dtype`` (round half to even, in float32)."""
-    scaled = acc.astype(np.float32) * np.asarray(multiplier, dtype=np.float32)
+    scaled = acc.astype(np.float32, copy=False) * np.asarray(multiplier, dtype=np.float32)
     y = np.rint(scaled)
     if zero_point is not None:
         y = y + np.asarray(zero_point).astype(np.float32)
     info = np.iinfo(out_dtype)
     return np.clip(y, info.min, info.max).astype(out_dtype)
+
+
+#: Integers up to 2**24 in magnitude are exact in float32 (its significand has 24 bits).
+FLOAT32_EXACT = float(1 << 24)
+
+
+def centered_range(dtype: np.dtype, zero_point: np.ndarray | None) -> float:
+    """The largest ``|x - zero_point|`` an integer ``x`` of ``dtype`` can give (infinite for other types)."""
+    if dtype.kind not in "iu":
+        return float("inf")
+    info = np.iinfo(dtype)
+    if zero_point is None:
+        return float(max(-int(info.min), int(info.max)))
+    zp = np.asarray(zero_point)
+    return float(max(int(info.max) - int(zp.min()), int(zp.max()) - int(info.min)))
+
+
+class IntegerConvWeights:
+    """A quantized convolution's weights ``w - w_zero_point`` (per output channel or per tensor) and
+    int32 bias, prepared for the float convolution engines, and kept across calls when W, its zero
+    point and B are constant initializers (a session passes the same arrays every run).
+
+    ``get`` gives them in float32 when every partial sum the convolution can form is exact there:
+    each output channel's sum of ``|w - w_zero_point|`` times the largest ``|x - x_zero_point|``,
+    plus its ``|bias|``, stays below 2**24 (a bound on every partial sum in any order, also of the
+    int32 sum onnxruntime converts to float). Otherwise float64 (exact while below 2**53).
+    """
+
+    def __init__(self, constant: bool) -> None:
+        self.constant = constant
+        self._kept: tuple | None = None
+
+    def _prepare(self, w: np.ndarray, zero_point: np.ndarray | None, b: np.ndarray | None) -> tuple:
+        w64 = centered(w, zero_point, w.shape[0], 0)
+        b64 = None if b is None else np.asarray(b).astype(np.float64)
+        reach = np.abs(w64).reshape(w.shape[0], -1).sum(axis=1)
+        bias = np.zeros(w.shape[0]) if b64 is None else np.abs(b64).reshape(-1)
+        prepared = (w64, b64, w64.astype(np.float32), None if b64 is None else b64.astype(np.float32), reach, bias)
+        if self.constant:
+            self._kept = (w, zero_point, b, prepared)  # one assignment: threads see the old or the new entry
+        return prepared
+
+    def get(self, w: np.ndarray, zero_point: np.ndarray | None, b: np.ndarray | None,
+            x_range: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """(weights, bias) as float32 when exact for inputs within ``x_range`` of their zero point,
+        else as float64."""
+        kept = self._kept
+        if kept is not None and kept[0] is w and kept[1] is zero_point and kept[2] is b:
+            prepared = kept[3]
+        else:
+            prepared = self._prepare(w, zero_point, b)
+        w64, b64, w32, b32, reach, bias = prepared
+        if float(np.max(reach * x_range + bias, initial=0.0)) < FLOAT32_EXACT:
+            return w32, b32
+        return w64, b64
