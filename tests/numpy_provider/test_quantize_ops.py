@@ -77,3 +77,15 @@ def test_dequantize_blocked_float16_and_int32():
 @pytest.mark.parametrize("x", [X, np.abs(X), -np.abs(X), np.zeros((2, 3), np.float32)])  # all-zero: scale 1
 def test_dynamic_quantize_linear(x):
     assert_matches_oracle("DynamicQuantizeLinear", {"x": x}, oracle="ort", n_outputs=3, opset=11)
+
+
+@pytest.mark.parametrize("x", [np.array(3.3, np.float32), X.reshape(1, 4, 3, 6)])
+def test_quantize_dequantize_in_place_steps(x):
+    """The steps after the quotient (and after the first DequantizeLinear step) run in place:
+    a 0-d input and a per-channel 4-D one against onnxruntime."""
+    per_axis = x.ndim == 4
+    scale = RNG.uniform(0.5, 2, 4).astype(np.float32) if per_axis else np.array(0.3, np.float32)
+    zp = RNG.integers(-5, 5, 4 if per_axis else ()).astype(np.int8)
+    assert_matches_oracle("QuantizeLinear", {"x": x, "scale": scale, "zp": zp}, oracle="ort", opset=13, axis=1)
+    q = (x * 3).astype(np.int8) if per_axis else np.array(-7, np.int8)
+    assert_matches_oracle("DequantizeLinear", {"x": q, "scale": scale, "zp": zp}, oracle="ort", opset=13, axis=1)

@@ -13,11 +13,21 @@ class DequantizeLinear(NumpyKernel):
     Float8/float4 inputs have no zero point (it must be 0), so it is ignored for them.
     """
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.axis, self.block = self.attr("axis", 1), self.attr("block_size", 0)
+        self.output_dtype = numpy_dtype(self.attr("output_dtype")) if self.attr("output_dtype", 0) else None
+
     def compute(self, x, scale, zero_point=None):
-        axis, block = self.attr("axis", 1), self.attr("block_size", 0)
-        out = numpy_dtype(self.attr("output_dtype")) if self.attr("output_dtype", 0) else np.asarray(scale).dtype
-        dx = x.astype(np.float64) if x.dtype in (np.int32, np.float64) else widened(x)
+        axis, block = self.axis, self.block
+        out = self.output_dtype or np.asarray(scale).dtype
+        # a new array (astype copies): the steps below run in place on it where the type stays
+        dx = np.asarray(x.astype(np.float64) if x.dtype in (np.int32, np.float64) else widened(x))
         if zero_point is not None and (x.dtype.name in INTEGER_RANGES or x.dtype == np.int32):
-            dx = dx - broadcast_param(zero_point, x.shape, axis, block).astype(dx.dtype)
-        y = dx * widened(broadcast_param(scale, x.shape, axis, block))
-        return np.asarray(y.astype(out))
+            dx -= broadcast_param(zero_point, x.shape, axis, block).astype(dx.dtype)
+        s = widened(broadcast_param(scale, x.shape, axis, block))
+        if s.dtype.itemsize <= dx.dtype.itemsize:
+            dx *= s
+        else:
+            dx = dx * s
+        return np.asarray(dx.astype(out, copy=False))
