@@ -74,7 +74,8 @@ def test_dequantize_blocked_float16_and_int32():
           opset=13)
 
 
-@pytest.mark.parametrize("x", [X, np.abs(X), -np.abs(X), np.zeros((2, 3), np.float32)])  # all-zero: scale 1
+@pytest.mark.parametrize("x", [X, np.abs(X), -np.abs(X), np.zeros((2, 3), np.float32),  # all-zero: scale 1
+                               np.array(-2.5, np.float32), np.array([0.1, np.inf, -3], np.float32)])
 def test_dynamic_quantize_linear(x):
     assert_matches_oracle("DynamicQuantizeLinear", {"x": x}, oracle="ort", n_outputs=3, opset=11)
 

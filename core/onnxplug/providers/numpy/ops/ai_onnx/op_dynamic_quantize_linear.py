@@ -16,10 +16,20 @@ class DynamicQuantizeLinear(NumpyKernel):
 
 
 def dynamic_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(y, scale, zero_point)``: uint8, 0-d float32, 0-d uint8 (also com.microsoft's dynamic ops)."""
-    hi = np.float32(max(0.0, float(x.max(initial=0.0))))
-    lo = np.float32(min(0.0, float(x.min(initial=0.0))))
-    scale = np.float32(hi - lo) / np.float32(255) if hi != lo else np.float32(1.0)
-    zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255))
-    y = np.clip(np.rint(x.astype(np.float32) / scale) + zp, 0, 255).astype(np.uint8)
-    return y, np.asarray(scale, dtype=np.float32), np.asarray(zp, dtype=np.uint8)
+    """``(y, scale, zero_point)``: uint8, 0-d float32, 0-d uint8 (also com.microsoft's dynamic ops).
+
+    Called once per step by the recurrent quantized ops, so it makes few numpy calls: the range and
+    zero point as scalars, the quantization in place on the quotient."""
+    hi = _F32(max(0.0, float(x.max(initial=0.0))))
+    lo = _F32(min(0.0, float(x.min(initial=0.0))))
+    scale = (hi - lo) / _F32(255) if hi != lo else _F32(1.0)
+    zp = np.rint(np.minimum(np.maximum(_F32(0) - lo / scale, _F32(0)), _F32(255)))
+    q = np.asarray(np.divide(x, scale, dtype=np.float32))
+    np.rint(q, out=q)
+    q += zp
+    np.maximum(q, _F32(0), out=q)
+    np.minimum(q, _F32(255), out=q)
+    return q.astype(np.uint8), np.asarray(scale, dtype=np.float32), np.asarray(zp, dtype=np.uint8)
+
+
+_F32 = np.float32
