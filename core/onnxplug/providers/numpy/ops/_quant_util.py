@@ -10,12 +10,13 @@ import numpy as np
 
 
 def centered(x: np.ndarray, zero_point: np.ndarray | None, axis_len_match: int | None = None,
-             axis: int = 0) -> np.ndarray:
-    """``x - zero_point`` as float64 (exact); a 1-D zero point of length ``axis_len_match`` applies along ``axis``."""
-    xf = x.astype(np.float64)
+             axis: int = 0, dtype: type = np.float64) -> np.ndarray:
+    """``x - zero_point`` as float64 (exact; or ``dtype``); a 1-D zero point of length ``axis_len_match``
+    applies along ``axis``."""
+    xf = x.astype(dtype)
     if zero_point is None:
         return xf
-    zp = np.asarray(zero_point).astype(np.float64)
+    zp = np.asarray(zero_point).astype(dtype)
     if zp.ndim == 1 and zp.size > 1 and axis_len_match is not None:
         shape = [1] * x.ndim
         shape[axis] = zp.size
@@ -92,3 +93,47 @@ class IntegerConvWeights:
         if float(np.max(reach * x_range + bias, initial=0.0)) < FLOAT32_EXACT:
             return w32, b32
         return w64, b64
+
+
+class IntegerMatrix:
+    """The right operand ``B - b_zero_point`` of an integer product ``(A - a_zero_point) @ B'``,
+    kept across calls when B and its zero point are constant initializers, as IntegerConvWeights:
+    float32 when every partial sum is exact there (each column's sum of ``|B - b_zero_point|``
+    times the largest ``|A - a_zero_point|``, plus the largest ``|addend|`` of an int32 term added
+    to the product, below 2**24), else float64."""
+
+    def __init__(self, constant: bool) -> None:
+        self.constant = constant
+        self._kept: tuple | None = None
+
+    def get(self, b: np.ndarray, zero_point: np.ndarray | None, a_range: float,
+            addend: np.ndarray | None = None, transpose: bool = False) -> np.ndarray:
+        """B (or B^T, with ``transpose``; a 1-D zero point is per column of it) centered, in float32
+        when exact for left operands within ``a_range`` of their zero point, else float64."""
+        kept = self._kept
+        # callers may pass the zero point reshaped (a new array each call): equal values match too
+        if kept is not None and kept[0] is b and (kept[1] is zero_point or (
+                kept[1] is not None and zero_point is not None and np.array_equal(kept[1], zero_point))):
+            b64, b32, reach = kept[2]
+        else:
+            b64 = centered(b.T if transpose else b, zero_point)
+            reach = float(np.abs(b64).sum(axis=-2 if b64.ndim > 1 else 0).max(initial=0.0))
+            b32 = b64.astype(np.float32)
+            if self.constant:
+                self._kept = (b, zero_point, (b64, b32, reach))
+        extra = 0.0 if addend is None or addend.size == 0 else float(np.abs(addend).max())
+        return b32 if reach * a_range + extra < FLOAT32_EXACT else b64
+
+
+def integer_product(a: np.ndarray, a_zero_point: np.ndarray | None, b: np.ndarray, b_zero_point: np.ndarray | None,
+                    prepared: IntegerMatrix | None, product=np.matmul, row_axis: int | None = None,
+                    addend: np.ndarray | None = None) -> np.ndarray:
+    """``(a - a_zero_point) @ (b - b_zero_point)``, exact, as float32 or float64 integers (see
+    IntegerMatrix; ``prepared`` None: float64, B centered on the call). A 1-D a_zero_point applies
+    along ``row_axis`` of a."""
+    if prepared is None:
+        bf = centered(b, b_zero_point)
+    else:
+        bf = prepared.get(b, b_zero_point, centered_range(a.dtype, a_zero_point), addend)
+    row_len = None if row_axis is None else a.shape[row_axis]
+    return product(centered(a, a_zero_point, row_len, row_axis or 0, bf.dtype), bf)
