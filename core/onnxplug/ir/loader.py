@@ -27,6 +27,7 @@ from onnxplug.ir.declared_types import (
     merge_output,
     untyped_outputs,
 )
+from onnxplug.ir.element_types import fill_element_types
 from onnxplug.ir.graph import Attribute, Graph, Model, Node, ValueInfo
 from onnxplug.ir.validate import check_known_op, check_versions, is_ort_default_domain_op, sort_and_check
 
@@ -67,6 +68,7 @@ def load_model(source: ModelSource, computes: OpComputed | None = None) -> Model
     size = proto.ByteSize()  # walks the whole message: once, for both steps below
     serialized = _run_checker(proto, label, size)
     _infer_types(proto, model.graph, size, serialized)
+    fill_element_types(model.graph)
     return model
 
 
