@@ -12,6 +12,18 @@ INTEGER_RANGES = {
     "uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
     "uint4": (0, 15), "int4": (-8, 7), "uint2": (0, 3), "int2": (-2, 1),
 }
+_RANGE_OF: dict[np.dtype, tuple[int, int] | None] = {}
+
+
+def integer_range(dtype: np.dtype) -> tuple[int, int] | None:
+    """``INTEGER_RANGES`` by dtype, None for other types; kept per dtype (``dtype.name`` is
+    computed in Python on every read)."""
+    found = _RANGE_OF.get(dtype, False)
+    if found is False:
+        found = _RANGE_OF[dtype] = INTEGER_RANGES.get(dtype.name)
+    return found
+
+
 #: Float8 types whose overflow ``saturate=1`` clips to +-max (others have no inf to overflow to).
 SATURABLE_FLOAT8 = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"})
 

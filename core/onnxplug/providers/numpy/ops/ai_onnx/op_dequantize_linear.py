@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxplug.ir.types import numpy_dtype
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._qdq_util import INTEGER_RANGES, broadcast_param, widened
+from onnxplug.providers.numpy.ops._qdq_util import broadcast_param, integer_range, widened
 from onnxplug.providers.numpy.registry import op
 
 
@@ -23,7 +23,7 @@ class DequantizeLinear(NumpyKernel):
         out = self.output_dtype or np.asarray(scale).dtype
         # a new array (astype copies): the steps below run in place on it where the type stays
         dx = np.asarray(x.astype(np.float64) if x.dtype in (np.int32, np.float64) else widened(x))
-        if zero_point is not None and (x.dtype.name in INTEGER_RANGES or x.dtype == np.int32):
+        if zero_point is not None and (integer_range(x.dtype) is not None or x.dtype == np.int32):
             dx -= broadcast_param(zero_point, x.shape, axis, block).astype(dx.dtype)
         s = widened(broadcast_param(scale, x.shape, axis, block))
         if s.dtype.itemsize <= dx.dtype.itemsize:

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxplug.ir.types import numpy_dtype
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._qdq_util import (INTEGER_RANGES, SATURABLE_FLOAT8, broadcast_param,
+from onnxplug.providers.numpy.ops._qdq_util import (SATURABLE_FLOAT8, broadcast_param, integer_range,
                                                       output_dtype, saturate_float, widened)
 from onnxplug.providers.numpy.registry import op
 
@@ -31,12 +31,15 @@ class QuantizeLinear(NumpyKernel):
         if q.dtype != precision and precision.itemsize < 4:  # 16-bit division: round the quotient
             q = q.astype(precision).astype(np.float32)
         zp = None if zero_point is None else widened(broadcast_param(zero_point, x.shape, axis, block))
-        if target.name in INTEGER_RANGES:
-            lo, hi = INTEGER_RANGES[target.name]
+        bounds = integer_range(target)
+        if bounds is not None:
+            lo, hi = bounds
             np.rint(q, out=q)
             if zp is not None:
                 q += zp
-            np.clip(q, lo, hi, out=q)
+            # np.clip's wrapper costs more than these two calls on a small tensor; NaN stays NaN alike
+            np.maximum(q, lo, out=q)
+            np.minimum(q, hi, out=q)
             # numpy's own integer types take the clipped integers directly; ml_dtypes' through int32
             return q.astype(target) if target.kind in "iu" else q.astype(np.int32).astype(target)
         if zp is not None:
