@@ -32,12 +32,26 @@ def exact_int32(values: np.ndarray) -> np.ndarray:
 def requantize(acc: np.ndarray, multiplier: np.ndarray, zero_point: np.ndarray | None,
                out_dtype: np.dtype) -> np.ndarray:
     """round(acc * multiplier) + zero_point, saturated to ``out_dtype`` (round half to even, in float32)."""
-    scaled = acc.astype(np.float32, copy=False) * np.asarray(multiplier, dtype=np.float32)
-    y = np.rint(scaled)
+    y = np.asarray(acc.astype(np.float32, copy=False) * np.asarray(multiplier, dtype=np.float32))
+    np.rint(y, out=y)  # y is a new array: the steps run in place
     if zero_point is not None:
-        y = y + np.asarray(zero_point).astype(np.float32)
-    info = np.iinfo(out_dtype)
-    return np.clip(y, info.min, info.max).astype(out_dtype)
+        y += np.asarray(zero_point).astype(np.float32)
+    lo, hi = _bounds(out_dtype)
+    np.maximum(y, lo, out=y)
+    np.minimum(y, hi, out=y)
+    return y.astype(out_dtype)
+
+
+_BOUNDS: dict[np.dtype, tuple[np.float32, np.float32]] = {}
+
+
+def _bounds(dtype: np.dtype) -> tuple[np.float32, np.float32]:
+    """An integer type's range as float32 bounds, kept per type."""
+    found = _BOUNDS.get(dtype)
+    if found is None:
+        info = np.iinfo(dtype)
+        found = _BOUNDS[np.dtype(dtype)] = (np.float32(info.min), np.float32(info.max))
+    return found
 
 
 #: Integers up to 2**24 in magnitude are exact in float32 (its significand has 24 bits).
