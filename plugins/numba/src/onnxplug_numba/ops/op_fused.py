@@ -1,11 +1,13 @@
 """The optimizer's fused ops (domain ``com.onnxplug``, see docs/fused-ops.md) other than FusedConv,
 FusedGemm and Gelu: FusedMatMul, BiasGelu, LayerNormalization, SkipLayerNormalization and
-MultiHeadAttention. BLAS for the products, compiled kernels for the rest."""
+MultiHeadAttention. BLAS for the products, compiled kernels for the rest. The same kernels serve
+onnxruntime's com.microsoft BiasGelu, FastGelu and SkipLayerNormalization (without its statistics
+outputs), which models rewritten by onnxruntime's transformer optimizer use."""
 
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import GraphView, KernelContext, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN, Step
@@ -18,6 +20,7 @@ from onnxplug_numba.ops.op_norm import LayerNormalization, _rows
 from onnxplug_numba.provider import NumbaProvider
 
 op = NumbaProvider.kernel
+CONTRIB_DOMAIN = "com.microsoft"
 
 _FLOAT32 = np.dtype(np.float32)
 _ZERO = np.zeros((), np.float32)
@@ -51,16 +54,41 @@ class BiasGelu(_FloatKernel):
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
-        self._runners: dict[str, ElementwiseRunner] = {}
+        self._runners: dict[tuple[str, bool], ElementwiseRunner] = {}
+        self.approximate = self.attr("approximate", "none")
 
-    def compute(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    def compute(self, x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
         t = x.dtype.name
-        runner = self._runners.get(t)
+        runner = self._runners.get((t, bias is None))
         if runner is None:
-            approx = self.attr("approximate", "none")
-            steps = (Step("Add", ("x", "b"), "s", t), Step("Gelu", ("s",), "y", t, (("approximate", approx),)))
-            runner = self._runners[t] = ElementwiseRunner(Program(("x", "b"), (t, t), steps, ("y",)), self.threads)
-        return runner(x, bias)[0]
+            gelu = (("approximate", self.approximate),)
+            if bias is None:
+                program = Program(("x",), (t,), (Step("Gelu", ("x",), "y", t, gelu),), ("y",))
+            else:
+                steps = (Step("Add", ("x", "b"), "s", t), Step("Gelu", ("s",), "y", t, gelu))
+                program = Program(("x", "b"), (t, t), steps, ("y",))
+            runner = self._runners[(t, bias is None)] = ElementwiseRunner(program, self.threads)
+        return runner(x)[0] if bias is None else runner(x, bias)[0]
+
+
+@op("BiasGelu", domain=CONTRIB_DOMAIN)
+class ContribBiasGelu(BiasGelu):
+    """com.microsoft BiasGelu: the erf Gelu of A + B, B a vector over A's last axis."""
+
+    def compute(self, x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        if bias is not None and (bias.ndim != 1 or bias.shape[0] != (x.shape[-1] if x.ndim else 1)):
+            raise ValueError(f"{self.node.describe()}: bias must be a vector over the input's last axis, "
+                             f"got shape {list(bias.shape)} for input {list(x.shape)}")
+        return super().compute(x, bias)
+
+
+@op("FastGelu", domain=CONTRIB_DOMAIN)
+class ContribFastGelu(ContribBiasGelu):
+    """com.microsoft FastGelu: the tanh approximation of Gelu of X (+ bias over the last axis)."""
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.approximate = "tanh"
 
 
 @op("LayerNormalization", domain=FUSED_DOMAIN)
@@ -75,11 +103,22 @@ class FusedLayerNormalization(LayerNormalization):
 class SkipLayerNormalization(_FloatKernel):
     """S = X + skip (+ bias); Y = LayerNorm over the last axis of S * gamma + beta."""
 
+    DEFAULT_EPSILON = 1e-5
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.epsilon = float(self.attr("epsilon", self.DEFAULT_EPSILON))
+        self.want_sum = self._wants_sum(node)
+
+    @staticmethod
+    def _wants_sum(node: Node) -> bool:
+        return len(node.outputs) > 1 and bool(node.outputs[1])
+
     def compute(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None,
                 bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
         dtype = x.dtype
         d = x.shape[-1] if x.ndim else 1
-        eps = float(self.attr("epsilon", 1e-5))
+        eps = self.epsilon
         if skip.shape != x.shape or skip.dtype != dtype or (bias is not None and bias.size != d):
             return self._general(x, skip, gamma, beta, bias, eps)
         rows = np.ascontiguousarray(x).reshape(-1, d)
@@ -93,7 +132,7 @@ class SkipLayerNormalization(_FloatKernel):
             rows[lo:hi], skips[lo:hi], add, bias is not None, g, b, eps, s[lo:hi], y[lo:hi]),
             rows.shape[0], row_grain(d))
         y, s = y.reshape(x.shape), s.reshape(x.shape)
-        return (y, s) if len(self.node.outputs) > 1 and self.node.outputs[1] else y
+        return (y, s) if self.want_sum else y
 
     def _general(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
                  bias: np.ndarray | None, eps: float):  # type: ignore[no-untyped-def]
@@ -112,7 +151,39 @@ class SkipLayerNormalization(_FloatKernel):
         self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], g, b, eps, y[lo:hi], stats[lo:hi],
                                                               inv[lo:hi]), rows.shape[0], row_grain(d))
         y = y.reshape(x.shape)
-        return (y, s) if len(self.node.outputs) > 1 and self.node.outputs[1] else y
+        return (y, s) if self.want_sum else y
+
+
+@op("SkipLayerNormalization", domain=CONTRIB_DOMAIN)
+class ContribSkipLayerNormalization(SkipLayerNormalization):
+    """com.microsoft SkipLayerNormalization: epsilon defaults to 1e-12, the sum is output 3; a node
+    that asks for the statistics (mean, inv_std_var) is left to the numpy provider."""
+
+    DEFAULT_EPSILON = 1e-12
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        outputs = list(node.outputs) + [""] * 4
+        if outputs[1] or outputs[2]:
+            return Decline("attribute", "the mean and inv_std_var outputs are not computed here")
+        return all_present_same(view, node, FLOAT_TYPES, inputs=range(5))
+
+    @staticmethod
+    def _wants_sum(node: Node) -> bool:
+        return len(node.outputs) > 3 and bool(node.outputs[3])
+
+    def compute(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None,
+                bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        d = x.shape[-1] if x.ndim else 0
+        if x.ndim != 3 or skip.shape[-2:] != x.shape[-2:] or skip.ndim not in (2, 3) \
+                or (skip.ndim == 3 and skip.shape[0] not in (1, x.shape[0])):
+            raise ValueError(f"{self.node.describe()}: input must be [B, S, H] and skip [B, S, H], [1, S, H] "
+                             f"or [S, H]; got {list(x.shape)} and {list(skip.shape)}")
+        for name, v in (("gamma", gamma), ("beta", beta), ("bias", bias)):
+            if v is not None and v.shape != (d,):
+                raise ValueError(f"{self.node.describe()}: {name} must have shape [{d}], got {list(v.shape)}")
+        result = super().compute(x, skip, gamma, beta, bias)
+        return (result[0], None, None, result[1]) if self.want_sum else result
 
 
 @op("MultiHeadAttention", domain=FUSED_DOMAIN)

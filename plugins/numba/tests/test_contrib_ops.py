@@ -1,0 +1,80 @@
+"""onnxruntime's com.microsoft BiasGelu, FastGelu and SkipLayerNormalization on the numba provider,
+against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from numba_test_helpers import assert_matches_onnxruntime, node_model, run_numba
+
+MS = "com.microsoft"
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def test_bias_gelu():
+    dtype = np.float32  # onnxruntime's only BiasGelu
+    rng = _rng()
+    x = rng.standard_normal((2, 5, 16)).astype(dtype)
+    model = node_model("BiasGelu", {"x": x}, initializers={"b": rng.standard_normal(16).astype(dtype)}, domain=MS)
+    assert_matches_onnxruntime(model, {"x": x})
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_fast_gelu(with_bias):
+    rng = _rng()
+    x = (3 * rng.standard_normal((2, 5, 16))).astype(np.float32)
+    inits = {"b": rng.standard_normal(16).astype(np.float32)} if with_bias else {}
+    assert_matches_onnxruntime(node_model("FastGelu", {"x": x}, initializers=inits, domain=MS), {"x": x})
+
+
+def _skip_ln(x_shape, skip_shape, outputs, with_beta=True, with_bias=False, **attrs):
+    rng = _rng()
+    f = TensorProto.FLOAT
+    h = x_shape[-1]
+    inits = {"gamma": rng.standard_normal(h), "beta": rng.standard_normal(h) if with_beta else None,
+             "bias": rng.standard_normal(h) if with_bias else None}
+    names = ["x", "skip"] + [k if v is not None else "" for k, v in inits.items()]
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("SkipLayerNormalization", names, outputs, domain=MS, **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", f, x_shape), helper.make_tensor_value_info("skip", f, skip_shape)],
+        [helper.make_tensor_value_info(o, f, None) for o in outputs if o],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items() if v is not None])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
+                              ir_version=8)
+    feeds = {"x": rng.standard_normal(x_shape).astype(np.float32),
+             "skip": rng.standard_normal(skip_shape).astype(np.float32)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("skip_shape", [(2, 5, 32), (1, 5, 32), (5, 32)])
+@pytest.mark.parametrize("outputs", [["y"], ["y", "", "", "s"]])
+def test_skip_layer_normalization(skip_shape, outputs):
+    model, feeds = _skip_ln((2, 5, 32), skip_shape, outputs, with_bias=True)
+    assert_matches_onnxruntime(model, feeds)
+
+
+def test_skip_layer_normalization_default_epsilon_and_no_beta():
+    model, feeds = _skip_ln((1, 3, 8), (1, 3, 8), ["y"], with_beta=False)
+    feeds = {k: v * 1e-5 for k, v in feeds.items()}  # tiny variance: the epsilon shows
+    assert_matches_onnxruntime(model, feeds)
+
+
+def test_skip_layer_normalization_with_statistics_runs_on_numpy():
+    model, feeds = _skip_ln((2, 4, 8), (2, 4, 8), ["y", "mean", "inv_std"], epsilon=1e-5)
+    _, session = run_numba(model, feeds, fallback=True)
+    assert {a.provider for a in session.get_node_assignments()} == {"numpy"}
+
+
+def test_skip_layer_normalization_refuses_a_bad_skip():
+    model, feeds = _skip_ln((2, 4, 8), (3, 4, 8), ["y"])
+    with pytest.raises(Exception, match="skip"):
+        run_numba(model, feeds)
+
+
