@@ -60,13 +60,24 @@ FLOAT32_EXACT = float(1 << 24)
 
 def centered_range(dtype: np.dtype, zero_point: np.ndarray | None) -> float:
     """The largest ``|x - zero_point|`` an integer ``x`` of ``dtype`` can give (infinite for other types)."""
-    if dtype.kind not in "iu":
-        return float("inf")
-    info = np.iinfo(dtype)
+    bounds = _INTEGER_BOUNDS.get(dtype)
+    if bounds is None:
+        if dtype.kind not in "iu":
+            return float("inf")
+        info = np.iinfo(dtype)  # slow to make: kept per type
+        bounds = _INTEGER_BOUNDS[dtype] = (int(info.min), int(info.max))
+    lo, hi = bounds
     if zero_point is None:
-        return float(max(-int(info.min), int(info.max)))
+        return float(max(-lo, hi))
     zp = np.asarray(zero_point)
-    return float(max(int(info.max) - int(zp.min()), int(zp.max()) - int(info.min)))
+    if zp.size == 1:
+        zp_min = zp_max = int(zp.item())
+    else:
+        zp_min, zp_max = int(zp.min()), int(zp.max())
+    return float(max(hi - zp_min, zp_max - lo))
+
+
+_INTEGER_BOUNDS: dict[np.dtype, tuple[int, int]] = {}
 
 
 class IntegerConvWeights:
