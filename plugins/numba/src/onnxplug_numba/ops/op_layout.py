@@ -30,13 +30,28 @@ def _axis(axis: int, rank: int, what: str | Node) -> int:
     return axis + rank if axis < 0 else axis
 
 
+def _fixed_input(node: Node, context: KernelContext, index: int) -> list[int] | None:
+    """Input ``index`` as ints when it is an initializer no feed can override: read once per kernel
+    instead of per run (shape ops on constant axes or shapes are most of a transformer's steps)."""
+    name = node.inputs[index] if index < len(node.inputs) else ""
+    value = context.constants.get(name) if name else None
+    return None if value is None else _ints(value)
+
+
 class _AxesFromInputOrAttr(HostKernel):
     """Ops whose ``axes`` moved from an attribute to an input at opset 13."""
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        if node.opset < 13:
+            attr = self.attr("axes")
+            self.fixed_axes = None if attr is None else [int(a) for a in attr]
+        else:
+            self.fixed_axes = _fixed_input(node, context, 1)
+
     def axes(self, axes_input: np.ndarray | None) -> list[int] | None:
         if self.node.opset < 13:
-            attr = self.attr("axes")
-            return None if attr is None else [int(a) for a in attr]
+            return self.fixed_axes
         return None if axes_input is None else _ints(axes_input)
 
 
@@ -55,7 +70,16 @@ class Transpose(HostKernel):
 
 @op("Reshape", 5)
 class Reshape(HostKernel):
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        fixed = _fixed_input(node, context, 1)
+        # a constant target without zeros (or with allowzero) is the reshape's argument as it is
+        self.fixed_target = tuple(fixed) if fixed is not None and (0 not in fixed or self.attr("allowzero", 0)) \
+            else None
+
     def compute(self, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+        if self.fixed_target is not None:
+            return np.ascontiguousarray(x).reshape(self.fixed_target)
         target = _ints(shape)
         if not self.attr("allowzero", 0):
             target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
@@ -83,7 +107,20 @@ class Squeeze(_AxesFromInputOrAttr):
 
 @op("Unsqueeze")
 class Unsqueeze(_AxesFromInputOrAttr):
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        fixed = self.fixed_axes
+        # constant, distinct, non-negative axes: their order of insertion does not depend on the rank
+        self.fixed_where = tuple(sorted(fixed)) if fixed and min(fixed) >= 0 and len(set(fixed)) == len(fixed) \
+            else None
+
     def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
+        where = self.fixed_where
+        if where is not None and where[-1] < x.ndim + len(where):
+            shape = list(x.shape)
+            for a in where:
+                shape.insert(a, 1)
+            return x.reshape(shape)
         picked = self.axes(axes) or []
         rank = x.ndim + len(picked)
         where = sorted(_axis(a, rank, self.node) for a in picked)
@@ -144,9 +181,22 @@ def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
 
 @op("Slice")
 class Slice(HostKernel):
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.fixed: tuple[list[int], list[int], list[int] | None, list[int] | None] | None = None
+        if node.opset >= 10:
+            present = [i for i in range(1, 5) if i < len(node.inputs) and node.inputs[i]]
+            values = {i: _fixed_input(node, context, i) for i in present}
+            if all(v is not None for v in values.values()) and 1 in values and 2 in values:
+                self.fixed = (values[1], values[2], values.get(3), values.get(4))
+
     def compute(self, x: np.ndarray, starts: np.ndarray | None = None, ends: np.ndarray | None = None,
                 axes: np.ndarray | None = None, steps: np.ndarray | None = None) -> np.ndarray:
-        if self.node.opset < 10:
+        if self.fixed is not None:
+            s, e, a, st = self.fixed
+            a = a if a is not None else list(range(len(s)))
+            st = st if st is not None else [1] * len(s)
+        elif self.node.opset < 10:
             s, e = [int(v) for v in self.attr("starts")], [int(v) for v in self.attr("ends")]
             a = [int(v) for v in self.attr("axes")] if self.attr("axes") is not None else list(range(len(s)))
             st = [1] * len(s)

@@ -1,0 +1,61 @@
+"""Shape ops whose axes, target shape or slice bounds are initializers (read once per kernel) match
+onnxruntime, as the same ops with those inputs fed at run time do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_test_helpers import assert_close, node_model, run_numba, run_onnxruntime
+
+X = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+
+
+def _both(op, x, consts, **attrs):
+    """The op with ``consts`` as initializers and, separately, as feeds."""
+    as_inits = node_model(op, {"x": x}, initializers=consts, **attrs)
+    as_feeds = node_model(op, {"x": x, **consts}, **attrs)
+    for model, feeds in ((as_inits, {"x": x}), (as_feeds, {"x": x, **consts})):
+        got, _ = run_numba(model, feeds)
+        assert_close(got, run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("axes", [[0], [3], [1, 0], [0, 4], [-1], [2, -1]])
+def test_unsqueeze(axes):
+    _both("Unsqueeze", X, {"axes": np.array(axes, np.int64)})
+
+
+def test_unsqueeze_attribute_axes_below_opset_13():
+    model = node_model("Unsqueeze", {"x": X}, opset=11, axes=[3, 0])
+    got, _ = run_numba(model, {"x": X})
+    assert_close(got, run_onnxruntime(model, {"x": X}))
+
+
+@pytest.mark.parametrize("axes", [[5], [0, 0]])
+def test_unsqueeze_refuses_bad_constant_axes(axes):
+    model = node_model("Unsqueeze", {"x": X}, initializers={"axes": np.array(axes, np.int64)})
+    with pytest.raises(Exception):
+        run_numba(model, {"x": X})
+
+
+@pytest.mark.parametrize("shape", [[6, 4], [-1, 2], [0, 12], [2, 0, -1], [24]])
+def test_reshape(shape):
+    _both("Reshape", X, {"shape": np.array(shape, np.int64)})
+
+
+def test_reshape_allowzero():
+    x = np.zeros((0, 3), np.float32)
+    _both("Reshape", x, {"shape": np.array([3, 0], np.int64)}, allowzero=1)
+
+
+@pytest.mark.parametrize("bounds", [
+    ([0], [2], None, None), ([1], [-1], [2], None), ([0, 3], [1, -5], [0, 2], [1, -1]),
+    ([-2], [2**31 - 1], [-1], [1]), ([2], [0], [1], [-1])])
+def test_slice(bounds):
+    starts, ends, axes, steps = bounds
+    consts = {"starts": np.array(starts, np.int64), "ends": np.array(ends, np.int64)}
+    if axes is not None:
+        consts["axes"] = np.array(axes, np.int64)
+    if steps is not None:
+        consts["steps"] = np.array(steps, np.int64)
+    _both("Slice", X, consts)
