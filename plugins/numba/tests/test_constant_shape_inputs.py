@@ -59,3 +59,16 @@ def test_slice(bounds):
     if steps is not None:
         consts["steps"] = np.array(steps, np.int64)
     _both("Slice", X, consts)
+
+
+@pytest.mark.parametrize("x_shape, shape", [((3, 1), [2, 3, 4]), ((2, 3, 4), [1, 1]), ((1,), [3]), ((2, 1, 4), [1, 5, 1]),
+                                            ((3, 1), [0, 1, 1]), ((), [2, 2])])
+def test_expand(x_shape, shape):
+    x = np.arange(int(np.prod(x_shape)), dtype=np.float32).reshape(x_shape)
+    _both("Expand", x, {"shape": np.array(shape, np.int64)})
+
+
+def test_expand_refuses_shapes_that_do_not_broadcast():
+    model = node_model("Expand", {"x": X}, initializers={"shape": np.array([2, 5, 4], np.int64)})
+    with pytest.raises(Exception):
+        run_numba(model, {"x": X})

@@ -19,7 +19,10 @@ op = NumbaProvider.kernel
 
 
 def _ints(value: Any) -> list[int]:
-    return [int(v) for v in np.asarray(value).reshape(-1)]
+    flat = np.asarray(value).reshape(-1)
+    if flat.dtype.kind in "iu":
+        return flat.tolist()  # Python ints in one call, not one numpy scalar per entry
+    return [int(v) for v in flat]
 
 
 def _axis(axis: int, rank: int, what: str | Node) -> int:
@@ -74,14 +77,14 @@ class Reshape(HostKernel):
         super().__init__(node, context)
         fixed = _fixed_input(node, context, 1)
         # a constant target without zeros (or with allowzero) is the reshape's argument as it is
-        self.fixed_target = tuple(fixed) if fixed is not None and (0 not in fixed or self.attr("allowzero", 0)) \
-            else None
+        self.allowzero = bool(self.attr("allowzero", 0))
+        self.fixed_target = tuple(fixed) if fixed is not None and (0 not in fixed or self.allowzero) else None
 
     def compute(self, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
         if self.fixed_target is not None:
             return np.ascontiguousarray(x).reshape(self.fixed_target)
         target = _ints(shape)
-        if not self.attr("allowzero", 0):
+        if not self.allowzero and 0 in target:
             target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
         return np.ascontiguousarray(x).reshape(target)
 
@@ -258,7 +261,21 @@ class Size(HostKernel):
 @op("Expand", 8)
 class Expand(HostKernel):
     def compute(self, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
-        return np.array(np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(_ints(shape)))))
+        target = _ints(shape)
+        rank = max(x.ndim, len(target))
+        ours = (1,) * (rank - x.ndim) + x.shape
+        target = [1] * (rank - len(target)) + target
+        out_shape = []
+        for have, want in zip(ours, target):
+            if have != want and have != 1 and want != 1:
+                raise ValueError(f"{self.node.describe()}: shape {list(x.shape)} does not broadcast to "
+                                 f"{_ints(shape)}")
+            out_shape.append(want if have == 1 else have)
+        # the broadcast written into a fresh array: np.broadcast_shapes and broadcast_to cost more
+        # than the copy for the small tensors transformers expand
+        out = np.empty(out_shape, dtype=x.dtype)
+        np.copyto(out, x)
+        return out
 
 
 @op("Tile", 6)
