@@ -72,3 +72,13 @@ def test_expand_refuses_shapes_that_do_not_broadcast():
     model = node_model("Expand", {"x": X}, initializers={"shape": np.array([2, 5, 4], np.int64)})
     with pytest.raises(Exception):
         run_numba(model, {"x": X})
+
+
+@pytest.mark.parametrize("axis, split", [(0, [1, 1]), (2, [1, 3, 0]), (-1, [2, 2])])
+def test_split(axis, split):
+    model_inputs = {"split": np.array(split, np.int64)}
+    as_inits = node_model("Split", {"x": X}, len(split), initializers=model_inputs, axis=axis)
+    as_feeds = node_model("Split", {"x": X, **model_inputs}, len(split), axis=axis)
+    for model, feeds in ((as_inits, {"x": X}), (as_feeds, {"x": X, **model_inputs})):
+        got, _ = run_numba(model, feeds)
+        assert_close(got, run_onnxruntime(model, feeds))

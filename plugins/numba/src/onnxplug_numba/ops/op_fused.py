@@ -16,7 +16,7 @@ from onnxplug_numba.kernels import native_attention, native_parallel
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same, matmul
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
-from onnxplug_numba.ops.op_norm import LayerNormalization, _rows
+from onnxplug_numba.ops.op_norm import LayerNormalization, _rows, flat_param
 from onnxplug_numba.provider import NumbaProvider
 
 op = NumbaProvider.kernel
@@ -123,8 +123,8 @@ class SkipLayerNormalization(_FloatKernel):
             return self._general(x, skip, gamma, beta, bias, eps)
         rows = np.ascontiguousarray(x).reshape(-1, d)
         skips = np.ascontiguousarray(skip).reshape(-1, d)
-        g = np.ascontiguousarray(np.broadcast_to(gamma, (d,)), dtype=dtype)
-        b = np.zeros_like(g) if beta is None else np.ascontiguousarray(np.broadcast_to(beta, (d,)), dtype=dtype)
+        g = flat_param(gamma, (d,), dtype)
+        b = np.zeros_like(g) if beta is None else flat_param(beta, (d,), dtype)
         add = g if bias is None else np.ascontiguousarray(bias, dtype=dtype).reshape(d)
         s = np.empty_like(rows)
         y = np.empty_like(rows)
@@ -143,8 +143,8 @@ class SkipLayerNormalization(_FloatKernel):
         s = s.astype(x.dtype, copy=False)
         rows = _rows(s, -1)
         d = rows.shape[1]
-        g = np.ascontiguousarray(np.broadcast_to(gamma, (d,)), dtype=x.dtype)
-        b = np.zeros_like(g) if beta is None else np.ascontiguousarray(np.broadcast_to(beta, (d,)), dtype=x.dtype)
+        g = flat_param(gamma, (d,), x.dtype)
+        b = np.zeros_like(g) if beta is None else flat_param(beta, (d,), x.dtype)
         y = np.empty_like(rows)
         stats = np.empty(rows.shape[0], dtype=x.dtype)
         inv = stats.copy()

@@ -160,12 +160,13 @@ class Split(HostKernel):
                 sizes = [dim // count] * count
         if sum(sizes) != x.shape[axis]:
             raise ValueError(f"{self.node.describe()}: split sizes {sizes} do not sum to {x.shape[axis]}")
-        bounds = np.cumsum([0] + sizes)
         index = [slice(None)] * x.ndim
         out = []
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            index[axis] = slice(int(lo), int(hi))
+        lo = 0
+        for size in sizes:
+            index[axis] = slice(lo, lo + size)
             out.append(np.ascontiguousarray(x[tuple(index)]))
+            lo += size
         return tuple(out)
 
 

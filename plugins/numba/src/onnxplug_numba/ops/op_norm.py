@@ -88,6 +88,14 @@ class LogSoftmax(_Softmax):
     log = True
 
 
+def flat_param(value: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A scale or bias broadcast to ``shape`` and flattened, contiguous in ``dtype``: the value
+    itself (a view) when it already is one, as weights usually are, so no copy per run."""
+    if value.shape == shape and value.dtype == dtype and value.flags.c_contiguous:
+        return value.reshape(-1)
+    return np.ascontiguousarray(np.broadcast_to(value, shape), dtype=dtype).reshape(-1)
+
+
 @NumbaProvider.kernel("LayerNormalization")
 class LayerNormalization(NumbaKernel):
     """Normalises over the axes from ``axis`` on; Mean and InvStdDev outputs when asked."""
@@ -101,9 +109,8 @@ class LayerNormalization(NumbaKernel):
         axis = axis + x.ndim if axis < 0 else axis
         rows = _rows(x, axis)
         tail = x.shape[axis:]
-        s = np.ascontiguousarray(np.broadcast_to(scale, tail), dtype=x.dtype).reshape(-1)
-        b = np.zeros_like(s) if bias is None else \
-            np.ascontiguousarray(np.broadcast_to(bias, tail), dtype=x.dtype).reshape(-1)
+        s = flat_param(scale, tail, x.dtype)
+        b = np.zeros_like(s) if bias is None else flat_param(bias, tail, x.dtype)
         y = np.empty_like(rows)
         mean = np.empty(rows.shape[0], dtype=x.dtype)
         inv = np.empty(rows.shape[0], dtype=x.dtype)
@@ -126,7 +133,7 @@ class RMSNormalization(NumbaKernel):
         axis = int(self.attr("axis", -1))
         axis = axis + x.ndim if axis < 0 else axis
         rows = _rows(x, axis)
-        s = np.ascontiguousarray(np.broadcast_to(scale, x.shape[axis:]), dtype=x.dtype).reshape(-1)
+        s = flat_param(scale, x.shape[axis:], x.dtype)
         y = np.empty_like(rows)
         eps = float(self.attr("epsilon", 1e-5))
         self.threads.run(lambda lo, hi: knorm.rms_norm_rows(rows[lo:hi], s, eps, y[lo:hi]), rows.shape[0],
