@@ -78,3 +78,51 @@ def test_skip_layer_normalization_refuses_a_bad_skip():
         run_numba(model, feeds)
 
 
+
+
+def _embed_ln(with_segment, with_mask, with_position_ids, outputs=("y", "mask_index")):
+    rng = _rng()
+    f, i32 = TensorProto.FLOAT, TensorProto.INT32
+    vocab, positions, hidden, batch, seq = 30, 16, 8, 2, 5
+    inits = {"word": rng.standard_normal((vocab, hidden)), "pos": rng.standard_normal((positions, hidden)),
+             "seg": rng.standard_normal((2, hidden)), "gamma": rng.standard_normal(hidden),
+             "beta": rng.standard_normal(hidden)}
+    names = ["ids", "segs" if with_segment else "", "word", "pos", "seg" if with_segment else "", "gamma", "beta",
+             "mask" if with_mask else "", "pids" if with_position_ids else ""]
+    while names[-1] == "":
+        names.pop()
+    feeds = {"ids": rng.integers(0, vocab, (batch, seq)).astype(np.int32)}
+    if with_segment:
+        feeds["segs"] = rng.integers(0, 2, (batch, seq)).astype(np.int32)
+    if with_mask:
+        feeds["mask"] = (rng.random((batch, seq)) > 0.3).astype(np.int32)
+    if with_position_ids:
+        feeds["pids"] = rng.integers(0, positions, (1, seq)).astype(np.int32)
+    node = helper.make_node("EmbedLayerNormalization", names, list(outputs), domain=MS, epsilon=1e-5)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(k, i32, v.shape) for k, v in feeds.items()],
+        [helper.make_tensor_value_info(o, i32 if o == "mask_index" else f, None) for o in outputs if o],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items() if k in names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
+                              ir_version=8)
+    return model, feeds
+
+
+@pytest.mark.parametrize("with_segment", [False, True])
+@pytest.mark.parametrize("with_mask", [False, True])
+@pytest.mark.parametrize("with_position_ids", [False, True])
+def test_embed_layer_normalization(with_segment, with_mask, with_position_ids):
+    model, feeds = _embed_ln(with_segment, with_mask, with_position_ids)
+    assert_matches_onnxruntime(model, feeds)
+
+
+def test_embed_layer_normalization_sum_output():
+    model, feeds = _embed_ln(True, True, False, outputs=("y", "mask_index", "sum"))
+    assert_matches_onnxruntime(model, feeds)
+
+
+def test_embed_layer_normalization_refuses_ids_out_of_range():
+    model, feeds = _embed_ln(False, False, False)
+    feeds["ids"][0, 0] = 99
+    with pytest.raises(Exception, match="out of range"):
+        run_numba(model, feeds)

@@ -2,7 +2,7 @@
 FusedGemm and Gelu: FusedMatMul, BiasGelu, LayerNormalization, SkipLayerNormalization and
 MultiHeadAttention. BLAS for the products, compiled kernels for the rest. The same kernels serve
 onnxruntime's com.microsoft BiasGelu, FastGelu and SkipLayerNormalization (without its statistics
-outputs), which models rewritten by onnxruntime's transformer optimizer use."""
+outputs), which models rewritten by onnxruntime's transformer optimizer use, with EmbedLayerNormalization."""
 
 from __future__ import annotations
 
@@ -184,6 +184,64 @@ class ContribSkipLayerNormalization(SkipLayerNormalization):
                 raise ValueError(f"{self.node.describe()}: {name} must have shape [{d}], got {list(v.shape)}")
         result = super().compute(x, skip, gamma, beta, bias)
         return (result[0], None, None, result[1]) if self.want_sum else result
+
+
+@op("EmbedLayerNormalization", domain=CONTRIB_DOMAIN)
+class ContribEmbedLayerNormalization(NumbaKernel):
+    """com.microsoft EmbedLayerNormalization: word_embedding[input_ids] + position_embedding[position_ids
+    or 0..S-1] (+ segment_embedding[segment_ids]), normalized over the hidden axis (compiled rows);
+    outputs the normalized rows, mask_index ([B] int32: how many mask values are 1 per row) and the sum."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        floats = [node.inputs[i] for i in (2, 3, 4, 5, 6) if i < len(node.inputs) and node.inputs[i]]
+        found = {view.dtype_of(n) for n in floats}
+        if len(found) != 1 or next(iter(found)) not in FLOAT_TYPES:
+            return Decline("dtype", "the embeddings, gamma and beta must share one of float32, float64")
+        return True
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.epsilon = float(self.attr("epsilon", 1e-12))
+
+    def compute(self, input_ids: np.ndarray, segment_ids: np.ndarray | None, word: np.ndarray,
+                position: np.ndarray, segment: np.ndarray | None = None, gamma: np.ndarray | None = None,
+                beta: np.ndarray | None = None, mask: np.ndarray | None = None,
+                position_ids: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        if input_ids.ndim != 2:
+            raise ValueError(f"{self.node.describe()}: input_ids must be [B, S], got {list(input_ids.shape)}")
+        batch, seq = input_ids.shape
+        hidden = word.shape[1]
+        for name, v in (("gamma", gamma), ("beta", beta)):
+            if v is not None and v.shape != (hidden,):
+                raise ValueError(f"{self.node.describe()}: {name} must have shape [{hidden}], got {list(v.shape)}")
+        if position_ids is None:
+            total = self._lookup("input_ids", word, input_ids)
+            if seq > position.shape[0]:
+                raise ValueError(f"{self.node.describe()}: position_ids out of range [0, {position.shape[0]})")
+            total += position[:seq]
+        else:
+            total = self._lookup("input_ids", word, input_ids)
+            total += self._lookup("position_ids", position, np.broadcast_to(position_ids, (batch, seq)))
+        if segment_ids is not None and segment is not None:
+            total += self._lookup("segment_ids", segment, segment_ids)
+        rows = total.reshape(-1, hidden)
+        g = flat_param(gamma, (hidden,), total.dtype)
+        b = np.zeros_like(g) if beta is None else flat_param(beta, (hidden,), total.dtype)
+        y = np.empty_like(rows)
+        stats = np.empty(rows.shape[0], dtype=total.dtype)
+        inv = np.empty_like(stats)
+        eps = self.epsilon
+        self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], g, b, eps, y[lo:hi], stats[lo:hi],
+                                                              inv[lo:hi]), rows.shape[0], row_grain(hidden))
+        counts = np.zeros(batch, np.int32) if mask is None else (mask == 1).sum(axis=1, dtype=np.int32)
+        return y.reshape(total.shape), counts, total
+
+    def _lookup(self, name: str, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Rows of ``table`` (a fresh array), after checking the ids."""
+        if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
+            raise ValueError(f"{self.node.describe()}: {name} out of range [0, {table.shape[0]})")
+        return table.take(ids, axis=0)
 
 
 @op("MultiHeadAttention", domain=FUSED_DOMAIN)
