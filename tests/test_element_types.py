@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
-
 import onnxplug
+from onnx import TensorProto, helper, numpy_helper
 from onnxplug.explain import declined_nodes
 from onnxplug.ir.loader import load_model
+
 from tests.oracle import assert_close, ort_outputs
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from numba_test_helpers import assert_close, node_model, run_numba, run_onnxruntime
 
 X = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
@@ -31,10 +30,18 @@ def test_unsqueeze_attribute_axes_below_opset_13():
     assert_close(got, run_onnxruntime(model, {"x": X}))
 
 
+def _rank_unknown(op, consts):
+    """The op on an input of unknown rank, so shape inference cannot refuse the constants first."""
+    model = node_model(op, {"x": X}, initializers=consts)
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    del model.graph.value_info[:]
+    return model
+
+
 @pytest.mark.parametrize("axes", [[5], [0, 0]])
 def test_unsqueeze_refuses_bad_constant_axes(axes):
-    model = node_model("Unsqueeze", {"x": X}, initializers={"axes": np.array(axes, np.int64)})
-    with pytest.raises(Exception):
+    model = _rank_unknown("Unsqueeze", {"axes": np.array(axes, np.int64)})
+    with pytest.raises(Exception, match="axes|out of range"):
         run_numba(model, {"x": X})
 
 
@@ -61,16 +68,16 @@ def test_slice(bounds):
     _both("Slice", X, consts)
 
 
-@pytest.mark.parametrize("x_shape, shape", [((3, 1), [2, 3, 4]), ((2, 3, 4), [1, 1]), ((1,), [3]), ((2, 1, 4), [1, 5, 1]),
-                                            ((3, 1), [0, 1, 1]), ((), [2, 2])])
+@pytest.mark.parametrize("x_shape, shape", [((3, 1), [2, 3, 4]), ((2, 3, 4), [1, 1]), ((1,), [3]),
+                                            ((2, 1, 4), [1, 5, 1]), ((3, 1), [0, 1, 1]), ((), [2, 2])])
 def test_expand(x_shape, shape):
     x = np.arange(int(np.prod(x_shape)), dtype=np.float32).reshape(x_shape)
     _both("Expand", x, {"shape": np.array(shape, np.int64)})
 
 
 def test_expand_refuses_shapes_that_do_not_broadcast():
-    model = node_model("Expand", {"x": X}, initializers={"shape": np.array([2, 5, 4], np.int64)})
-    with pytest.raises(Exception):
+    model = _rank_unknown("Expand", {"shape": np.array([2, 5, 4], np.int64)})
+    with pytest.raises(Exception, match="does not broadcast"):
         run_numba(model, {"x": X})
 
 

@@ -287,3 +287,121 @@ class MultiHeadAttention(_FloatKernel):
         native_parallel.use_threads(min(self.threads.count, b * heads))
         native_attention.attention(query, key, value, scale, bias4, bias is not None, heads, out)
         return out
+
+
+def padding_bias(kernel: NumbaKernel, mask: np.ndarray | None, batch: int, seq: int, total: int,
+                 filter_value: float) -> np.ndarray | None:
+    """onnxruntime's additive key padding mask, [B, 1, S, T] float32, or None without a mask: a masked
+    key gets ``filter_value`` (not -inf). ``mask``: [B] end positions, [2B] end then start
+    positions, [B, T] or [B, S, T] of 1 (attend) / 0 (masked)."""
+    if mask is None:
+        return None
+    bias = np.zeros((batch, 1, seq, total), dtype=np.float32)
+    keys = np.arange(total)
+    if mask.ndim == 1 and mask.shape[0] in (batch, 2 * batch):
+        masked = keys >= mask[:batch].astype(np.int64).reshape(batch, 1, 1, 1)
+        if mask.shape[0] == 2 * batch:
+            masked = masked | (keys < np.minimum(mask[batch:].astype(np.int64), total).reshape(batch, 1, 1, 1))
+        masked = np.broadcast_to(masked, bias.shape)
+    elif mask.ndim == 2 and mask.shape == (batch, total):
+        masked = np.broadcast_to((mask <= 0).reshape(batch, 1, 1, total), bias.shape)
+    elif mask.ndim == 3 and mask.shape == (batch, seq, total):
+        masked = (mask <= 0).reshape(batch, 1, seq, total)
+    else:
+        raise ValueError(f"{kernel.node.describe()}: mask shape {list(mask.shape)} is none of [B], [2B], "
+                         f"[B, T], [B, S, T] for B={batch}, S={seq}, T={total}")
+    bias[masked] = np.float32(filter_value)
+    return bias
+
+
+def _contrib_attention_decline(node: Node, view: GraphView, inputs_from: int, outputs_from: int) -> Decline | None:
+    """Why the numba kernel leaves a com.microsoft attention node to numpy, or None."""
+    if any(node.inputs[inputs_from:]):
+        return Decline("attribute", "past state, attention_bias and cache inputs are left to numpy")
+    if any(node.outputs[outputs_from:]):
+        return Decline("attribute", "present and qk outputs are left to numpy")
+    for name in ("unidirectional", "do_rotary", "past_present_share_buffer", "qkv_hidden_sizes"):
+        if node.attr(name):
+            return Decline("attribute", f"{name} is left to numpy")
+    if node.attr("scale") is not None and not node.attr("scale"):
+        return Decline("attribute", "scale 0 (the default scale) is left to numpy")
+    if view.dtype_of(node.inputs[0]) != _FLOAT32:
+        return Decline("dtype", "float32 only")
+    return None
+
+
+@op("MultiHeadAttention", domain=CONTRIB_DOMAIN)
+class ContribMultiHeadAttention(MultiHeadAttention):
+    """com.microsoft MultiHeadAttention without past state, attention_bias or extra outputs: query
+    [B, S, D]; key and value [B, L, D] (the bias's K and V parts added), split in heads [B, N, L, H]
+    (used as they are) or key packed with value [B, L, N, 2, H]; key_padding_mask as onnxruntime
+    reads it. The attention is the com.onnxplug kernel's."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        declined = _contrib_attention_decline(node, view, 5, 1)  # a Decline is false: no ``or``
+        if declined is not None:
+            return declined
+        return all_present_same(view, node, frozenset({_FLOAT32}), inputs=range(4))
+
+    def compute(self, query: np.ndarray, key: np.ndarray | None = None, value: np.ndarray | None = None,
+                bias: np.ndarray | None = None, key_padding_mask: np.ndarray | None = None):  # type: ignore[override]
+        if query.ndim != 3 or key is None:
+            raise ValueError(f"{self.node.describe()}: query must be [B, S, D] with a key")
+        heads = int(self.attr("num_heads"))
+        batch, seq, width = query.shape
+        bq = bk = bv = None
+        if bias is not None:
+            bq, bk, bv = bias[:width], bias[width:2 * width], bias[2 * width:]
+        q = query if bq is None else query + bq
+        if key.ndim == 5:  # packed [B, L, N, 2, H]
+            if value is not None:
+                raise ValueError(f"{self.node.describe()}: value must be absent when key packs key and value")
+            k, v = key[:, :, :, 0].reshape(batch, key.shape[1], -1), key[:, :, :, 1].reshape(batch, key.shape[1], -1)
+            k, v = (k if bk is None else k + bk), (v if bv is None else v + bv)
+        elif key.ndim == 4:  # already projected and split in heads [B, N, L, H]
+            k = key.transpose(0, 2, 1, 3).reshape(batch, key.shape[2], -1)
+            v = value.transpose(0, 2, 1, 3).reshape(batch, value.shape[2], -1)
+        elif key.ndim == 3:
+            k = key if bk is None else key + bk
+            v = value if bv is None else value + bv
+        else:
+            raise ValueError(f"{self.node.describe()}: key of rank {key.ndim} is none of 3, 4, 5")
+        if key_padding_mask is not None and key_padding_mask.ndim == 1 and key_padding_mask.shape[0] != batch:
+            raise ValueError(f"{self.node.describe()}: a 1-D key_padding_mask must be [B] end positions, "
+                             f"got shape {list(key_padding_mask.shape)}")
+        if k.shape[2] != width or v.shape[2] % heads:
+            raise ValueError(f"{self.node.describe()}: key width {k.shape[2]} and value width {v.shape[2]} do not "
+                             f"fit query width {width} and {heads} heads")
+        additive = padding_bias(self, key_padding_mask, batch, seq, k.shape[1],
+                                float(self.attr("mask_filter_value", -10000.0)))
+        return super().compute(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), additive)
+
+
+@op("Attention", domain=CONTRIB_DOMAIN)
+class ContribAttention(MultiHeadAttention):
+    """com.microsoft Attention without past state, attention_bias, qkv_hidden_sizes or the present
+    output: input [B, S, Din] @ weights [Din, 3D] (+ bias) split in three equal Q, K, V parts;
+    mask_index as onnxruntime reads it. The attention is the com.onnxplug kernel's."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        declined = _contrib_attention_decline(node, view, 4, 1)  # a Decline is false: no ``or``
+        if declined is not None:
+            return declined
+        return all_present_same(view, node, frozenset({_FLOAT32}), inputs=range(3))
+
+    def compute(self, x: np.ndarray, weights: np.ndarray, bias: np.ndarray | None = None,  # type: ignore[override]
+                mask_index: np.ndarray | None = None) -> np.ndarray:
+        heads = int(self.attr("num_heads"))
+        if x.ndim != 3 or weights.ndim != 2 or weights.shape[1] % 3 or (weights.shape[1] // 3) % heads:
+            raise ValueError(f"{self.node.describe()}: input {list(x.shape)} and weights {list(weights.shape)} "
+                             f"do not split in three parts of {heads} heads")
+        qkv = matmul(x, weights, self.threads)
+        if bias is not None:
+            qkv = qkv + bias
+        batch, seq, width = qkv.shape
+        d = width // 3
+        q, k, v = (np.ascontiguousarray(qkv[:, :, i * d:(i + 1) * d]) for i in range(3))
+        additive = padding_bias(self, mask_index, batch, seq, seq, float(self.attr("mask_filter_value", -10000.0)))
+        return super().compute(q, k, v, additive)
