@@ -248,6 +248,9 @@ class ContribEmbedLayerNormalization(NumbaKernel):
 class MultiHeadAttention(_FloatKernel):
     """softmax(q k^T * scale + bias) v per head: batched BLAS products, compiled softmax."""
 
+    #: whether the one-region prange kernel may run it (kernels/native_attention.py)
+    native = True
+
     def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
                 bias: np.ndarray | None = None) -> np.ndarray:
         heads = int(self.attr("num_heads"))
@@ -256,7 +259,7 @@ class MultiHeadAttention(_FloatKernel):
         dh, dv = hd // heads, value.shape[2] // heads
         scale = self.attr("scale")
         scale = 1.0 / np.sqrt(dh) if scale is None else float(scale)
-        if native_attention.AVAILABLE and query.dtype == key.dtype == value.dtype == _FLOAT32 \
+        if self.native and native_attention.AVAILABLE and query.dtype == key.dtype == value.dtype == _FLOAT32 \
                 and key.shape[2] == hd and hd % heads == 0 and value.shape[2] % heads == 0 and s * length > 0 \
                 and query.flags.c_contiguous and key.flags.c_contiguous \
                 and value.flags.c_contiguous and (bias is None or bias.dtype == _FLOAT32):
@@ -337,6 +340,10 @@ class ContribMultiHeadAttention(MultiHeadAttention):
     (used as they are) or key packed with value [B, L, N, 2, H]; key_padding_mask as onnxruntime
     reads it. The attention is the com.onnxplug kernel's."""
 
+    #: the BLAS and compiled-softmax path: the prange kernel's workers spun between the small
+    #: attention calls of these models and cost more CPU time than they saved
+    native = False
+
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         declined = _contrib_attention_decline(node, view, 5, 1)  # a Decline is false: no ``or``
@@ -383,6 +390,10 @@ class ContribAttention(MultiHeadAttention):
     """com.microsoft Attention without past state, attention_bias, qkv_hidden_sizes or the present
     output: input [B, S, Din] @ weights [Din, 3D] (+ bias) split in three equal Q, K, V parts;
     mask_index as onnxruntime reads it. The attention is the com.onnxplug kernel's."""
+
+    #: the BLAS and compiled-softmax path: the prange kernel's workers spun between the small
+    #: attention calls of these models and cost more CPU time than they saved
+    native = False
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
