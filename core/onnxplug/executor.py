@@ -74,6 +74,7 @@ class Step:
     #: called with the step's inputs before its kernel (onnxplug.allocation_limit); None for most steps
     guard: Callable[..., None] | None = None
     expects: list[Any] = field(default_factory=list)  # per output: its inferred ValueType, or None
+    shape_warned: set[int] = field(default_factory=set, repr=False, compare=False)  # outputs reported
 
 
 @dataclass

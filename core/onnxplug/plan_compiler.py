@@ -7,7 +7,8 @@ The profiling variant reports around each step (``stats.start``, the call, ``sta
 ``stats.drop``). A kernel that raises is found from the traceback's line number, so the error names
 the node. Each kernel output read later, whose type is known, is checked on one line (class, element
 type by identity, rank or whole known shape, not a graph output's declared shape); only a mismatch
-goes to :func:`check_output`, which raises ``KernelError`` naming node and provider. Steps of a
+goes to :func:`check_output`, which raises ``KernelError`` naming node and provider (a dimension
+other than a static inferred one only warns, as onnxruntime does). Steps of a
 provider whose allocator tracks allocations (``Allocator.tracked``) are bracketed by a leak check.
 """
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from onnxplug import logs
 from onnxplug.cancellation import check_terminate
 from onnxplug.device import CPU
 from onnxplug.errors import KernelError
@@ -78,7 +80,8 @@ def _expected(step: Step, index: int) -> tuple[tuple[type, ...], np.dtype, tuple
 
 def check_output(value: Any, spec: tuple) -> Any:
     """The slow path of an output check: ``value`` as the step's output (a host scalar becomes a 0-d
-    array), or KernelError naming node, provider, output and what was expected."""
+    array), or KernelError naming node, provider, output and what was expected. A dimension other
+    than a static inferred one is a warning, once per output, as in onnxruntime."""
     step, index, classes, dtype, shape = spec
     if isinstance(value, np.generic) and np.ndarray in classes:
         value = np.asarray(value)
@@ -93,15 +96,27 @@ def check_output(value: Any, spec: tuple) -> Any:
     got_shape = tuple(value.shape)
     if shape is None:
         return value
-    if len(got_shape) != len(shape) or any(d is not None and d != g for d, g in zip(shape, got_shape)):
+    if len(got_shape) != len(shape):
         _bad_output(step, index, f"shape {list(got_shape)}, not {expected}")
+    if any(d is not None and d != g for d, g in zip(shape, got_shape)) and index not in step.shape_warned:
+        # shape inference can be wrong where kernels are right (ceil_mode pools whose last window
+        # starts in the padding): onnxruntime warns and runs on, and so does this
+        step.shape_warned.add(index)
+        name = step.outputs[index]
+        logs.warn(f"{_describe(step)} on provider {step.provider.name!r}: output {index} "
+                  f"{getattr(name, 'name', name)!r} has shape {list(got_shape)} where shape inference "
+                  f"gives {expected}")
     return value
+
+
+def _describe(step: Step) -> str:
+    return step.kernel.node.describe() if step.kind == "node" and step.kernel is not None else \
+        f"{step.kind} step {step.name!r}"
 
 
 def _bad_output(step: Step, index: int, what: str) -> None:
     name = step.outputs[index]
-    node = step.kernel.node.describe() if step.kind == "node" and step.kernel is not None else \
-        f"{step.kind} step {step.name!r}"
+    node = _describe(step)
     raise KernelError(f"{node} on provider {step.provider.name!r} returned output {index} "
                       f"{getattr(name, 'name', name)!r} of {what}, as shape inference gives it")
 
