@@ -201,3 +201,69 @@ def test_a_long_loop_run_in_pieces_matches_onnxruntime(provider):
     got = ort.InferenceSession(model, providers=[_provider(provider)]).run(None, feeds, ort.RunOptions())
     for g_, e in zip(got, _oracle(model, feeds)):
         np.testing.assert_array_equal(g_, e)
+
+
+
+def _counting_loop(table: np.ndarray | None, limit: float) -> bytes:
+    """acc += table[i] (or + 1 without a table) while sum(acc) < limit: the body computes its own
+    condition and, with a table, reads the iteration number (Gather) and has acc as a scan output."""
+    f = TensorProto.FLOAT
+    step = [helper.make_node("Gather", ["table", "i"], ["row"])] if table is not None else []
+    body = helper.make_graph(
+        [*step, helper.make_node("Add", ["acc", "row" if table is not None else "one"], ["acc_out"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+         *([helper.make_node("Identity", ["acc_out"], ["acc_scan"])] if table is not None else [])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", f, [4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f, [4]),
+         *([helper.make_tensor_value_info("acc_scan", f, [4])] if table is not None else [])])
+    outputs = [helper.make_tensor_value_info("y", f, [4])]
+    if table is not None:
+        outputs.append(helper.make_tensor_value_info("ys", f, None))
+    extra = [onnx.numpy_helper.from_array(table, "table")] if table is not None else \
+        [onnx.numpy_helper.from_array(np.ones(4, np.float32), "one")]
+    g = helper.make_graph([helper.make_node("Loop", ["trip", "cond", "x"], [o.name for o in outputs], body=body)],
+                          "g", [helper.make_tensor_value_info("trip", TensorProto.INT64, []),
+                                helper.make_tensor_value_info("x", f, [4])], outputs,
+                          initializer=[onnx.numpy_helper.from_array(np.array(True), "cond"),
+                                       onnx.numpy_helper.from_array(np.array(limit, np.float32), "limit"), *extra])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def test_a_long_loop_reading_its_iteration_and_computing_its_condition_runs_in_pieces():
+    """numba's compiled loop numbers the iterations of each piece on from the last and carries the
+    condition across pieces: it stops where onnxruntime stops (past the first piece), same values."""
+    pytest.importorskip("onnxplug_numba")
+    table = np.tile((np.arange(200_000) % 7).astype(np.float32)[:, None], (1, 4))
+    model = _counting_loop(table, 1.8e6)  # the sum passes the limit near iteration 150,000
+    feeds = {"trip": np.array(200_000), "x": np.zeros(4, np.float32)}
+    sess = ort.InferenceSession(model, providers=["numba"])
+    assert {a.provider for a in sess.get_node_assignments() if a.op_type == "Loop"} == {"numba"}
+    got, expected = sess.run(None, feeds, ort.RunOptions()), _oracle(model, feeds)
+    assert 65_536 < expected[1].shape[0] < 200_000
+    for g_, e in zip(got, expected):
+        np.testing.assert_array_equal(g_, e)
+
+
+def test_terminate_stops_a_compiled_loop_that_computes_its_condition():
+    """acc += 1 while sum(acc) < 1e30 never ends (float32 sums stop growing at 2^24 steps); the
+    numba provider's compiled loop still stops on terminate, and the session then runs short loops."""
+    pytest.importorskip("onnxplug_numba")
+    model = _counting_loop(None, 1e30)
+    sess = ort.InferenceSession(model, providers=["numba"])
+    assert {a.provider for a in sess.get_node_assignments() if a.op_type == "Loop"} == {"numba"}
+    short = {"trip": np.array(5), "x": np.zeros(4, np.float32)}
+    sess.run(None, short)  # compiles the loop first: the bound below is for stopping, not compiling
+    ro = ort.RunOptions()
+    timer = _cancel_after(ro, 0.3)
+    start = time.perf_counter()
+    with pytest.raises(RunTerminatedError):
+        sess.run(None, {"trip": np.array(10**12), "x": np.zeros(4, np.float32)}, ro)
+    timer.join()
+    assert time.perf_counter() - start < 10
+    np.testing.assert_array_equal(sess.run(None, short)[0], _oracle(model, short)[0])

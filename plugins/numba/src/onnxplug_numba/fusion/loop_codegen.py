@@ -158,7 +158,8 @@ class LoopSource:
 
 
 def loop_source(body: Graph, arguments: Sequence[str], signature: LoopSignature) -> LoopSource:
-    """The module computing ``run(trips, cond, *arguments)`` -> (iterations done, carried values...,
+    """The module computing ``run(trips, cond, first, *arguments)`` (iterations numbered from
+    ``first``) -> (iterations done, last condition, carried values...,
     scan buffers...) for ``body``, whose inputs are (iteration, cond, carried...) and whose
     remaining reads are ``arguments`` after the carried ones."""
     names = [vi.name for vi in body.inputs]
@@ -316,8 +317,8 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
         "",
         "",
         "@njit(cache=True, nogil=True, error_model='numpy')",
-        f"def run(trips, cond, {args}):",
-        f"    r = body(0, cond, {args})",
+        f"def run(trips, cond, first, {args}):",
+        f"    r = body(first, cond, {args})",
     ]
     step = [f"    {c} = r[{1 + k}]" for k, c in enumerate(carried)]
     if use_condition:
@@ -331,7 +332,7 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
         out.append(f"    {scan_names[k]}[0] = {value}")
     out.append("    n = 1")
     out.append("    while n < trips and cond:")
-    out.append(f"        r = body(n, cond, {', '.join(carried + ([rest] if rest else []))})")
+    out.append(f"        r = body(first + n, cond, {', '.join(carried + ([rest] if rest else []))})")
     for k, (rank, _) in enumerate(scans):
         value, s = f"r[{1 + n_carried + k}]", scan_names[k]
         if rank:
@@ -342,6 +343,6 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
         out.append(f"        {s}[n] = {value}")
     out += ["    " + line for line in step]
     out.append("        n += 1")
-    results = ", ".join(["n"] + carried + scan_names)
+    results = ", ".join(["n", "cond"] + carried + scan_names)
     out.append(f"    return ({results},)")
     return "\n".join(out) + "\n"

@@ -79,8 +79,6 @@ class Loop(NumbaKernel):
         self.constant_names = list(constants)
         self.constant_values = list(constants.values())
         self.use_condition = bool(node.inputs[1])
-        #: a long loop may run in pieces: the body reads no iteration number and passes its condition through
-        self.chunkable = _reads_no_iteration(body) and (not self.use_condition or _passes_condition(body))
         self._compiled: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
@@ -101,10 +99,7 @@ class Loop(NumbaKernel):
         run, source = compiled
         args = [v[()] if v.ndim == 0 else v for v in values]
         try:
-            if trips > CHUNK and self.chunkable:
-                result = self._run_chunks(run, trips, args)
-            else:
-                result = run(trips, True, *args)
+            result = self._run_chunks(run, trips, args) if trips > CHUNK else run(trips, True, 0, *args)
         except errors.RunTerminatedError:
             raise
         except NumbaError:  # numba could not type it: never again for these ranks and dtypes
@@ -116,29 +111,30 @@ class Loop(NumbaKernel):
             return self.run_generic(max_trips, cond, carried, scope)
         done = result[0]
         outputs = []
-        for value, dtype, rank in zip(result[1:1 + self.n_carried], source.carried_dtypes, source.carried_ranks):
+        for value, dtype, rank in zip(result[2:2 + self.n_carried], source.carried_dtypes, source.carried_ranks):
             if not rank:
                 value = np.asarray(value, dtype=dtype)
             elif any(value is v or value.base is v for v in values):
                 value = value.copy()  # passed through (Identity of a weight): the output owns its memory
             outputs.append(value)
-        outputs += [buffer[:done] for buffer in result[1 + self.n_carried:]]
+        outputs += [buffer[:done] for buffer in result[2 + self.n_carried:]]
         return tuple(outputs)
 
     def _run_chunks(self, run: Any, trips: int, args: list) -> tuple:
-        """``run(trips, True, *args)`` as calls of ``CHUNK`` iterations, each starting from the
-        carried values the last left, with RunOptions.terminate checked between them."""
+        """``run(trips, True, 0, *args)`` as calls of ``CHUNK`` iterations, each numbering its
+        iterations on from the last and starting from the carried values it left, until the trip
+        count or a false condition, with RunOptions.terminate checked between them."""
         n = self.n_carried
-        done, pieces = 0, []
-        while done < trips:
+        done, go, pieces = 0, True, []
+        while done < trips and go:
             check_terminate(" in a Loop body")
-            result = run(min(CHUNK, trips - done), True, *args)
-            count = int(result[0])
-            args[:n] = result[1:1 + n]
-            pieces.append([b[:count] for b in result[1 + n:]])
+            result = run(min(CHUNK, trips - done), True, done, *args)
+            count, go = int(result[0]), bool(result[1])
+            args[:n] = result[2:2 + n]
+            pieces.append([b[:count] for b in result[2 + n:]])
             done += count
         scans = [np.concatenate([p[k] for p in pieces]) for k in range(len(pieces[0]))] if pieces else []
-        return (done, *args[:n], *scans)
+        return (done, go, *args[:n], *scans)
 
     def run_generic(self, max_trips: Any, cond: Any, carried: tuple, scope: Any) -> tuple:
         """The loop run node by node: the body's plan called once per iteration."""
@@ -186,19 +182,3 @@ class Loop(NumbaKernel):
                 found = (cache.module_for(source.text).run, source)
             self._compiled[key] = found
             return found
-
-
-def _reads_no_iteration(body: Any) -> bool:
-    name = body.inputs[0].name
-    return not any(name in n.inputs for n in body.nodes) and all(vi.name != name for vi in body.outputs)
-
-
-def _passes_condition(body: Any) -> bool:
-    """The body's condition output is its condition input, directly or through Identity nodes."""
-    cond_in, cond_out = body.inputs[1].name, body.outputs[0].name
-    while cond_out != cond_in:
-        producer = next((n for n in body.nodes if cond_out in n.outputs), None)
-        if producer is None or producer.op_type != "Identity":
-            return False
-        cond_out = producer.inputs[0]
-    return True
