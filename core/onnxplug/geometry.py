@@ -3,7 +3,7 @@
 Pure integer arithmetic on spatial sizes (no arrays, no device): ``auto_pad`` to pads, the number
 of windows along an axis (dilations, strides, ``ceil_mode`` with ONNX's rule that the last window
 starts inside the input or its head padding), a pool's full geometry, and ConvTranspose's output
-size and pads. Sizes are ints; attribute values may come as ONNX gives them (lists, ``bytes``
+size and pads, and Slice's clamping of start and end. Sizes are ints; attribute values may come as ONNX gives them (lists, ``bytes``
 strings). Bad arguments raise :class:`ShapeError` naming the attribute.
 
 ``SAME_*`` padding is ``(ceil(in / stride) - 1) * stride + (kernel - 1) * dilation + 1 - in``,
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from onnxplug.errors import OnnxplugError
 
 __all__ = ["AUTO_PADS", "SAME_PADS", "ShapeError", "WindowGeometry", "conv_transpose_pads", "decode_auto_pad",
-           "output_size", "per_axis", "resolve_pads", "same_pads", "window_geometry"]
+           "output_size", "per_axis", "resolve_pads", "same_pads", "slice_bounds", "window_geometry"]
 
 AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 SAME_PADS = ("SAME_UPPER", "SAME_LOWER")
@@ -187,3 +187,14 @@ def conv_transpose_pads(in_spatial: Sequence[int], kernel: Sequence[int], stride
         begin, end = flat[:rank], flat[rank:]
         out = [f - b - e for f, b, e in zip(full, begin, end)]
     return tuple(begin), tuple(end), tuple(out)
+
+
+def slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
+    """ONNX Slice's ``start``/``end`` on an axis of ``dim`` elements, clamped as the spec says, as a
+    Python slice (whose negative bounds would mean something else). ``step`` is not 0."""
+    start = start + dim if start < 0 else start
+    end = end + dim if end < 0 else end
+    if step > 0:
+        return slice(min(max(start, 0), dim), min(max(end, 0), dim), step)
+    start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+    return slice(start, None if end < 0 else end, step)  # end -1 means "through index 0"

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 import numpy as np
-from onnxplug_sdk import KernelContext, Node
+from onnxplug_sdk import KernelContext, Node, geometry
 
 from onnxplug_numba.ops._base import PLAIN_DTYPES, HostKernel
 from onnxplug_numba.provider import NumbaProvider
@@ -170,19 +170,6 @@ class Split(HostKernel):
         return tuple(out)
 
 
-def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
-    """ONNX Slice clamping, as a Python slice (whose negative ends mean something else)."""
-    if step == 0:
-        raise ValueError("Slice: steps must not be 0")
-    start = start + dim if start < 0 else start
-    end = end + dim if end < 0 else end
-    if step > 0:
-        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-        return slice(start, end, step)
-    start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
-    return slice(start, None if end < 0 else end, step)
-
-
 @op("Slice")
 class Slice(HostKernel):
     def __init__(self, node: Node, context: KernelContext) -> None:
@@ -210,8 +197,10 @@ class Slice(HostKernel):
             st = _ints(steps) if steps is not None else [1] * len(s)
         index = [slice(None)] * x.ndim
         for start, end, axis, step in zip(s, e, a, st):
+            if step == 0:
+                raise ValueError("Slice: steps must not be 0")
             axis = _axis(axis, x.ndim, self.node)
-            index[axis] = _slice_bounds(start, end, step, x.shape[axis])
+            index[axis] = geometry.slice_bounds(start, end, step, x.shape[axis])
         return np.ascontiguousarray(x[tuple(index)])
 
 

@@ -1,19 +1,9 @@
 import numpy as np
 
+from onnxplug.geometry import slice_bounds
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._shape_util import ints, normalize_axis
 from onnxplug.providers.numpy.registry import op
-
-
-def _bounds(start: int, end: int, step: int, dim: int) -> slice:
-    """Clamp ONNX start/end for one axis the way the spec does, as a Python slice."""
-    start = start + dim if start < 0 else start
-    end = end + dim if end < 0 else end
-    if step > 0:
-        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-        return slice(start, end, step)
-    start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
-    return slice(start, None if end < 0 else end, step)  # end -1 means "through index 0"
 
 
 @op("Slice")
@@ -29,5 +19,5 @@ class Slice(NumpyKernel):
             if step == 0:
                 raise ValueError("Slice: steps must not be 0")
             axis = normalize_axis(axis, x.ndim, "Slice axis")
-            index[axis] = _bounds(start, end, step, x.shape[axis])
+            index[axis] = slice_bounds(start, end, step, x.shape[axis])
         return x[tuple(index)].copy()

@@ -1,9 +1,9 @@
 """DynamicSlice (onnxruntime, default domain): ai.onnx Slice-10 without steps: data, starts, ends,
 optional axes as inputs."""
 
+from onnxplug.geometry import slice_bounds
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._shape_util import ints, normalize_axis
-from onnxplug.providers.numpy.ops.ai_onnx.op_slice import _bounds
 from onnxplug.providers.numpy.registry import op
 
 
@@ -17,5 +17,5 @@ class DynamicSlice(NumpyKernel):
         index = [slice(None)] * x.ndim
         for start, end, axis in zip(starts, ends, axes):
             axis = normalize_axis(axis, x.ndim, "DynamicSlice axis")
-            index[axis] = _bounds(start, end, 1, x.shape[axis])
+            index[axis] = slice_bounds(start, end, 1, x.shape[axis])
         return x[tuple(index)].copy()
