@@ -45,11 +45,13 @@ def feeds_for(name: str, size: int, seed: int = 0) -> dict[str, np.ndarray]:
     return feeds
 
 
-def session(model: onnx.ModelProto | bytes, provider: str) -> ort.InferenceSession:
+def session(model: onnx.ModelProto | bytes, provider: str, intra_op: int = 0) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = intra_op
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # providers declining nodes
         return ort.InferenceSession(model if isinstance(model, bytes) else model.SerializeToString(),
-                                    providers=[provider])
+                                    options, providers=[provider])
 
 
 def _same(a: list[Any], b: list[Any]) -> bool:
@@ -128,7 +130,7 @@ def concurrency(provider: str, threads: int = 8, runs: int = 50, models: tuple[s
 
 
 def soak(provider: str, name: str, runs: int, sizes: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8),
-         check: Callable[[list, list], None] | None = None, seed: int = 0) -> dict[str, Any]:
+         check: Callable[[list, list], None] | None = None, seed: int = 0, intra_op: int = 0) -> dict[str, Any]:
     """``runs`` runs of suite model ``name``, the size changing every run (a fixed pseudo-random
     order over ``sizes``), each compared with onnxruntime (``check(got, expected)``, by default
     ``tests.oracle.assert_close``). RSS is read after a warm-up of two passes over every size and
@@ -140,7 +142,7 @@ def soak(provider: str, name: str, runs: int, sizes: tuple[int, ...] = (1, 2, 3,
     check = check or assert_close
     model = build(name).SerializeToString()
     oracle = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    sess = session(model, provider)
+    sess = session(model, provider, intra_op)
     feeds = {s: feeds_for(name, s) for s in sizes}
     expected = {s: oracle.run(None, feeds[s]) for s in sizes}
     del oracle
@@ -156,7 +158,7 @@ def soak(provider: str, name: str, runs: int, sizes: tuple[int, ...] = (1, 2, 3,
             rss_warm = rss_bytes()
     gc.collect()
     rss_after = rss_bytes()
-    return {"provider": provider, "model": name, "runs": int(runs), "sizes": list(sizes),
+    return {"provider": provider, "model": name, "runs": int(runs), "sizes": list(sizes), "intra_op": intra_op,
             "rss_warm_mb": round(rss_warm / 2**20, 1), "rss_end_mb": round(rss_after / 2**20, 1),
             "growth_pct": round(100 * (rss_after - rss_warm) / rss_warm, 2),
             "cpu_s": round(time.process_time() - cpu0, 1)}
@@ -175,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--sizes", default="1,2,3,4,5,6,7,8", help="soak: batch sizes to cycle through")
+    parser.add_argument("--intra-op", type=int, default=0,
+                        help="soak: the session's intra_op_num_threads (0: the provider's default)")
     args = parser.parse_args(argv)
     models = tuple(args.models.split(","))
     for provider in args.providers.split(","):
@@ -184,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for name in models:
                 sizes = tuple(int(s) for s in args.sizes.split(","))
-                print(soak(provider, name, args.runs, sizes), flush=True)
+                print(soak(provider, name, args.runs, sizes, intra_op=args.intra_op), flush=True)
     return 0
 
 
