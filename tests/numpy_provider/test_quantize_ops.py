@@ -90,3 +90,15 @@ def test_quantize_dequantize_in_place_steps(x):
     assert_matches_oracle("QuantizeLinear", {"x": x, "scale": scale, "zp": zp}, oracle="ort", opset=13, axis=1)
     q = (x * 3).astype(np.int8) if per_axis else np.array(-7, np.int8)
     assert_matches_oracle("DequantizeLinear", {"x": q, "scale": scale, "zp": zp}, oracle="ort", opset=13, axis=1)
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_dequantize_int32_rounds_as_onnxruntime(axis):
+    """int32 (a quantized bias) past 2^24: the difference is rounded to float32 before the float32
+    product, as onnxruntime computes it; a float64 product rounded once differs in the last bit."""
+    x = RNG.integers(-2**30, 2**30, (7, 9)).astype(np.int32)
+    scale = np.array(3.3e-4, np.float32) if axis is None else RNG.uniform(1e-4, 1e-3, 9).astype(np.float32)
+    zp = np.array(17, np.int32) if axis is None else RNG.integers(-5, 5, 9).astype(np.int32)
+    attrs = {} if axis is None else {"axis": axis}
+    assert_matches_oracle("DequantizeLinear", {"x": x, "scale": scale, "zp": zp}, oracle="ort", rtol=0, atol=0,
+                          opset=13, **attrs)

@@ -21,6 +21,10 @@ class DequantizeLinear(NumpyKernel):
     def compute(self, x, scale, zero_point=None):
         axis, block = self.axis, self.block
         out = self.output_dtype or np.asarray(scale).dtype
+        if x.dtype == np.int32 and np.asarray(scale).dtype == np.float32 and out == np.float32:
+            # as onnxruntime: the int32 difference rounded to float32, then a float32 product
+            d = x if zero_point is None else x - broadcast_param(zero_point, x.shape, axis, block).astype(np.int32)
+            return np.asarray(d.astype(np.float32) * broadcast_param(scale, x.shape, axis, block))
         # a new array (astype copies): the steps below run in place on it where the type stays
         dx = np.asarray(x.astype(np.float64) if x.dtype in (np.int32, np.float64) else widened(x))
         if zero_point is not None and (integer_range(x.dtype) is not None or x.dtype == np.int32):
