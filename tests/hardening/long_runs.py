@@ -1,8 +1,9 @@
 """Concurrency at scale and soak runs, shared by the tests (small counts) and the long runs.
 
-``concurrency``: threads run mixed models, each on its own sessions and all on shared ones, and
-every result must be bitwise identical to the serial result of the same provider; then threads
-create and drop sessions while others run. ``soak``: one session runs a model with the batch (and,
+``concurrency``: threads run mixed suite and zoo models (``zoo:<name>``, built in the zoo folder),
+each on its own sessions and all on shared ones, every other run through IOBinding, and every
+result must be bitwise identical to the serial result of the same provider; then threads create
+and drop sessions while others run. ``soak``: one session runs a model with the batch (and,
 where symbolic, sequence) size changing every run; every result is compared with onnxruntime's at
 that size, and resident memory is read after a warm-up pass and at the end.
 
@@ -29,6 +30,15 @@ from onnxplug.testing.model_suite import build, sample_inputs
 
 #: the suite models small enough to run thousands of times on a busy machine
 SMALL_MODELS = ("gru", "bilstm", "if_model", "loop_model")
+#: a zoo model's name in a mix of models
+ZOO = "zoo:"
+#: the zoo models of the default mix, cheap on every CPU provider, one per exporter: skl2onnx,
+#: onnxmltools (TreeEnsemble, left to numpy by numba and opencl), a wheel's model (If, LSTM),
+#: a QDQ-quantized CNN, onnxruntime's fused BERT (MultiHeadAttention), a dynamo ConvNext
+ZOO_MODELS = tuple(ZOO + n for n in ("sklearn-mlp", "lightgbm-classifier", "wheel-silero-vad",
+                                     "quantized-cnn-qdq", "ort-optimized-bert-mha", "convnext-dynamo"))
+#: cheap models of the zoo's CI tier (what the zoo env builds)
+CI_ZOO_MODELS = tuple(ZOO + n for n in ("sklearn-logreg", "quantized-cnn-qdq", "ort-quantized-lstm", "vit"))
 
 
 def rss_bytes() -> int:
@@ -45,6 +55,57 @@ def feeds_for(name: str, size: int, seed: int = 0) -> dict[str, np.ndarray]:
     return feeds
 
 
+def zoo_folder() -> str:
+    """The zoo folder (``$ONNXPLUG_ZOO_DIR``, else the conformance package's default)."""
+    try:
+        from onnxplug_conformance.zoo import manifest
+    except ImportError:
+        return os.environ.get("ONNXPLUG_ZOO_DIR", "(no zoo: onnxplug_conformance is not installed)")
+    return str(manifest.zoo_dir())
+
+
+def built_zoo_models(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(built, not built)`` of the ``zoo:`` names, by the manifest of the zoo folder
+    (``$ONNXPLUG_ZOO_DIR``); every name is not built when the conformance package is missing."""
+    try:
+        from onnxplug_conformance.zoo import manifest
+    except ImportError:
+        return (), names
+    folder = manifest.zoo_dir()
+    entries = manifest.load(folder)
+    built = tuple(n for n in names if entries.get(n[len(ZOO):], {}).get("status") == manifest.BUILT
+                  and manifest.model_file(folder, n[len(ZOO):]).is_file())
+    return built, tuple(n for n in names if n not in built)
+
+
+def model_blob(name: str) -> bytes:
+    """The serialized model: a suite model built here, or a zoo model's file in the zoo folder."""
+    if not name.startswith(ZOO):
+        return build(name).SerializeToString()
+    from onnxplug_conformance.zoo import manifest
+    from onnxplug_conformance.zoo.build import build_command
+
+    path = manifest.model_file(manifest.zoo_dir(), name[len(ZOO):])
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: {path} is not built ({build_command([name[len(ZOO):]])})")
+    return path.read_bytes()
+
+
+def model_cases(name: str) -> list[tuple[str, int]]:
+    """A suite model at batch 1, 2 and 3; a zoo model at its two shape sets."""
+    return [(name, s) for s in ((0, 1) if name.startswith(ZOO) else (1, 2, 3))]
+
+
+def case_feeds(name: str, size: int) -> dict[str, np.ndarray]:
+    """The feeds of a case: the zoo's seeded feeds of a shape set, or the suite's sample feeds."""
+    if not name.startswith(ZOO):
+        return feeds_for(name, size)
+    from onnxplug_conformance.zoo.inputs import feeds
+    from onnxplug_conformance.zoo.registry import get_model
+
+    return feeds(get_model(name[len(ZOO):]), size)
+
+
 def session(model: onnx.ModelProto | bytes, provider: str, intra_op: int = 0) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = intra_op
@@ -58,51 +119,104 @@ def _same(a: list[Any], b: list[Any]) -> bool:
     return len(a) == len(b) and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
 
 
+def _bound_run(sess: Any, binding: Any, feeds: dict[str, np.ndarray]) -> list[Any]:
+    """One run through IOBinding: host inputs bound again, outputs (bound to the host) copied out."""
+    for name, value in feeds.items():
+        binding.bind_cpu_input(name, value)
+    sess.run_with_iobinding(binding)
+    return binding.copy_outputs_to_cpu()
+
+
+def _through_binding(thread: int, k: int, cases: int) -> bool:
+    """Whether run ``k`` of a thread cycling through ``cases`` goes through IOBinding: every other
+    run, swapping at each pass, so every case runs both ways in two passes."""
+    passes, position = divmod(k, cases)
+    return (thread + position + passes) % 2 == 1
+
+
+def _binding(sess: Any) -> Any:
+    binding = sess.io_binding()
+    for output in sess.get_outputs():
+        binding.bind_output(output.name)
+    return binding
+
+
 def concurrency(provider: str, threads: int = 8, runs: int = 50, models: tuple[str, ...] = SMALL_MODELS,
                 create_drop: int = 10) -> dict[str, Any]:
-    """Per-thread sessions, then shared sessions, then create/drop stress; raises AssertionError on
-    the first mismatch. Returns counts and CPU seconds."""
+    """Per-thread sessions, then shared sessions, then create/drop stress; raises AssertionError
+    naming every mismatch or exception of a thread. Each thread runs every other case through
+    IOBinding (its own binding per session). Returns counts (``iobinding``: IOBinding runs of the
+    first two phases) and CPU seconds."""
     cpu0 = time.process_time()
-    blobs = {m: build(m).SerializeToString() for m in models}
-    cases = [(m, s) for m in models for s in (1, 2, 3)]
-    feeds = {c: feeds_for(*c) for c in cases}
+    blobs = {m: model_blob(m) for m in models}
+    cases = [c for m in models for c in model_cases(m)]
+    feeds = {c: case_feeds(*c) for c in cases}
     shared = {m: session(blobs[m], provider) for m in models}
     serial = {c: shared[c[0]].run(None, feeds[c]) for c in cases}
     errors: list[str] = []
-    counts = {"own": 0, "shared": 0, "stress_runs": 0, "created": 0}
+    counts = {"own": 0, "shared": 0, "iobinding": 0, "stress_runs": 0, "created": 0}
     lock = threading.Lock()
 
+    def check(sessions: dict[str, Any], bindings: dict[str, Any], case: tuple[str, int], bound: bool,
+              where: str) -> bool:
+        sess = sessions[case[0]]
+        try:
+            if bound:
+                if case[0] not in bindings:
+                    bindings[case[0]] = _binding(sess)
+                got = _bound_run(sess, bindings[case[0]], feeds[case])
+            else:
+                got = sess.run(None, feeds[case])
+        except Exception as e:  # noqa: BLE001 - a thread's failure is reported by the caller
+            errors.append(f"{provider} {where}: {case} raised {type(e).__name__}: {e}")
+            return False
+        if not _same(got, serial[case]):
+            errors.append(f"{provider} {where}: {case} differs ({'IOBinding' if bound else 'run'})")
+            return False
+        return True
+
     def worker(index: int, own: bool) -> None:
-        sessions = {m: session(blobs[m], provider) for m in models} if own else shared
-        order = itertools.islice(itertools.cycle(cases[index % len(cases):] + cases[:index % len(cases)]), runs)
-        done = 0
-        for case in order:
-            got = sessions[case[0]].run(None, feeds[case])
-            if not _same(got, serial[case]):
-                errors.append(f"{provider} {'own' if own else 'shared'} thread {index}: {case} differs")
-                return
+        where = f"{'own' if own else 'shared'} thread {index}"
+        try:
+            sessions = {m: session(blobs[m], provider) for m in models} if own else shared
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{provider} {where}: session raised {type(e).__name__}: {e}")
+            return
+        bindings: dict[str, Any] = {}
+        start = index % len(cases)
+        order = itertools.islice(itertools.cycle(cases[start:] + cases[:start]), runs)
+        done = bound_runs = 0
+        for k, case in enumerate(order):
+            bound = _through_binding(index, k, len(cases))
+            if not check(sessions, bindings, case, bound, where):
+                break
             done += 1
+            bound_runs += bound
         with lock:
             counts["own" if own else "shared"] += done
+            counts["iobinding"] += bound_runs
 
-    def creator(index: int, stop: threading.Event) -> None:
+    def creator(index: int) -> None:
         for k in range(create_drop):
             case = cases[(index + k) % len(cases)]
-            sess = session(blobs[case[0]], provider)
-            if not _same(sess.run(None, feeds[case]), serial[case]):
-                errors.append(f"{provider} created session {case} differs")
+            try:
+                sess = session(blobs[case[0]], provider)
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"{provider} creating a session of {case[0]} raised {type(e).__name__}: {e}")
+                return
+            if not check({case[0]: sess}, {}, case, False, "created session"):
+                return
             del sess
             gc.collect()
             with lock:
                 counts["created"] += 1
 
     def runner(index: int, stop: threading.Event) -> None:
+        bindings: dict[str, Any] = {}
         done = 0
-        for case in itertools.cycle(cases):
-            if stop.is_set():
-                break
-            if not _same(shared[case[0]].run(None, feeds[case]), serial[case]):
-                errors.append(f"{provider} run during create/drop {case} differs")
+        for k, case in enumerate(itertools.cycle(cases)):
+            if stop.is_set() or not check(shared, bindings, case, _through_binding(index, k, len(cases)),
+                                           "run during create/drop"):
                 break
             done += 1
         with lock:
@@ -116,7 +230,7 @@ def concurrency(provider: str, threads: int = 8, runs: int = 50, models: tuple[s
             t.join()
     stop = threading.Event()
     runners = [threading.Thread(target=runner, args=(i, stop)) for i in range(threads // 2)]
-    creators = [threading.Thread(target=creator, args=(i, stop)) for i in range(threads - threads // 2)]
+    creators = [threading.Thread(target=creator, args=(i,)) for i in range(threads - threads // 2)]
     for t in runners + creators:
         t.start()
     for t in creators:
@@ -125,8 +239,8 @@ def concurrency(provider: str, threads: int = 8, runs: int = 50, models: tuple[s
     for t in runners:
         t.join()
     if errors:
-        raise AssertionError("; ".join(errors[:5]))
-    return {**counts, "cpu_s": round(time.process_time() - cpu0, 1)}
+        raise AssertionError("; ".join(errors[:5]) + (f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""))
+    return {**counts, "cases": len(cases), "cpu_s": round(time.process_time() - cpu0, 1)}
 
 
 def soak(provider: str, name: str, runs: int, sizes: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8),
@@ -169,18 +283,37 @@ def _available(provider: str) -> bool:
         p.lower().startswith(provider) for p in ort.get_available_providers())
 
 
+def default_models() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The default mix: the small suite models and the zoo models of :data:`ZOO_MODELS` built in
+    the zoo folder; and the zoo models left out (not built)."""
+    built, missing = built_zoo_models(ZOO_MODELS)
+    return SMALL_MODELS + built, missing
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=["concurrency", "soak"])
     parser.add_argument("--providers", default="numpy,numba")
-    parser.add_argument("--models", default=",".join(SMALL_MODELS))
+    parser.add_argument("--models", default=None,
+                        help="comma-separated suite models and zoo:<name> zoo models; concurrency's default: "
+                             f"{','.join(SMALL_MODELS + ZOO_MODELS)} (the zoo models built in $ONNXPLUG_ZOO_DIR); "
+                             f"soak's: {','.join(SMALL_MODELS)}")
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--sizes", default="1,2,3,4,5,6,7,8", help="soak: batch sizes to cycle through")
     parser.add_argument("--intra-op", type=int, default=0,
                         help="soak: the session's intra_op_num_threads (0: the provider's default)")
     args = parser.parse_args(argv)
-    models = tuple(args.models.split(","))
+    if args.models:
+        models = tuple(m.strip() for m in args.models.split(",") if m.strip())
+    elif args.kind == "concurrency":
+        models, missing = default_models()
+        if missing:
+            print(f"zoo models not built in {zoo_folder()}, left out: {', '.join(missing)}", flush=True)
+    else:
+        models = SMALL_MODELS
+    if args.kind == "concurrency":
+        print("models:", ", ".join(models), flush=True)
     for provider in args.providers.split(","):
         if args.kind == "concurrency":
             result = concurrency(provider, args.threads, args.runs, models, create_drop=25)
