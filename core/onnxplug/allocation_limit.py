@@ -7,7 +7,7 @@ their inputs hold get a check (a guard the plan calls before the kernel, on any 
 ConstantOfShape, Tile, Resize, Upsample, Range, Pad (output size from the input values), Loop
 (trip count x scan-output bytes per iteration, when both are known before it runs), and any node
 whose outputs' static shapes already exceed the limit. Loop scan outputs are also counted as they
-grow (:class:`ScanCheck`). Other nodes cost nothing.
+grow (:class:`ScanCheck`, which a Loop body's plan hands to the Loop's kernel). Other nodes cost nothing.
 """
 
 from __future__ import annotations
@@ -338,9 +338,14 @@ class ScanCheck:
             counted[1 + k] = len(values)
         counted[0] = total
         if total > self.limit:
-            raise refuse(self.source, self.node, f"scan outputs of {total} bytes after {i} iterations",
-                         total, self.limit)
+            raise self.refused(i, total)
         return i + max(1, i >> 3)
+
+    def refused(self, i: int, total: int) -> AllocationLimitError:
+        """The error for scan outputs of ``total`` bytes after iteration ``i``, for a kernel that
+        keeps its scan outputs its own way and counts them against ``limit`` itself."""
+        return refuse(self.source, self.node, f"scan outputs of {total} bytes after {i} iterations",
+                      total, self.limit)
 
 
 def _nbytes(value: Any) -> int:

@@ -27,6 +27,9 @@ class KernelContext:
     #: Plans a subgraph (If branch, Loop or Scan body) with the session's providers. The session's
     #: runners are ``executor.SubgraphPlan``s, which also run a Loop body's iterations in one call
     #: (``run_loop``); a kernel should check for it, as other contexts may give plain callables.
+    #: A Loop body's SubgraphPlan also has ``scan_check`` (``allocation_limit.ScanCheck``, None
+    #: without a limit): a kernel that keeps scan outputs its own way counts them against its
+    #: ``limit`` and raises ``scan_check.refused(iterations, bytes)`` past it.
     compile_subgraph: Callable[[Graph], SubgraphRunner] | None = None
     #: Initializers that feeds cannot override, by name, so a kernel can prepack its weights.
     constants: Mapping[str, Any] = field(default_factory=dict)

@@ -2,9 +2,9 @@
 
 On the generic path a Loop body of small ops costs a kernel call per node per iteration. Here the
 body becomes one ``@njit`` function and the iterations one compiled ``while`` loop, with the scan
-outputs written into buffers that double as they fill. The body may hold the ops of :data:`OPS`
-only, on float32 values (bool for conditions, integers for Gather's scalar index and the iteration
-number; data movement takes any of them). :func:`body_supported` decides that from the graph (at
+outputs written into buffers that double as they fill, up to a byte budget (the allocation limit).
+The body may hold the ops of :data:`OPS` only, on float32 values (bool for conditions, integers for
+Gather's scalar index and the iteration number; data movement takes any of them). :func:`body_supported` decides that from the graph (at
 partitioning); :func:`loop_source` writes the source once the ranks and dtypes of the actual inputs
 are known (at the first call), and raises :class:`Unsupported` for what it cannot express, such as
 a batched MatMul. Values of rank 0 are numba scalars inside. The source never names a tensor or
@@ -158,10 +158,11 @@ class LoopSource:
 
 
 def loop_source(body: Graph, arguments: Sequence[str], signature: LoopSignature) -> LoopSource:
-    """The module computing ``run(trips, cond, first, *arguments)`` (iterations numbered from
-    ``first``) -> (iterations done, last condition, carried values...,
-    scan buffers...) for ``body``, whose inputs are (iteration, cond, carried...) and whose
-    remaining reads are ``arguments`` after the carried ones."""
+    """The module computing ``run(trips, cond, first, budget, *arguments)`` (iterations numbered
+    from ``first``) -> (iterations done, last condition, over, carried values..., scan buffers...)
+    for ``body``, whose inputs are (iteration, cond, carried...) and whose remaining reads are
+    ``arguments`` after the carried ones. With ``budget`` of 0 or more the loop stops before its
+    scan values pass that many bytes, and ``over`` says that the next iteration would."""
     names = [vi.name for vi in body.inputs]
     n_carried = len(names) - 2
     constants = body_constants(body)
@@ -317,7 +318,7 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
         "",
         "",
         "@njit(cache=True, nogil=True, error_model='numpy')",
-        f"def run(trips, cond, first, {args}):",
+        f"def run(trips, cond, first, budget, {args}):",
         f"    r = body(first, cond, {args})",
     ]
     step = [f"    {c} = r[{1 + k}]" for k, c in enumerate(carried)]
@@ -325,13 +326,24 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
         step.append("    cond = r[0]")
     out += step
     scan_names = [f"s{k}" for k in range(len(scans))]
+    if scans:
+        # bytes per iteration from the first one's values; the buffers never hold more rows than
+        # ``budget`` bytes allow (``cap``), so checking the budget costs nothing per iteration
+        sizes = [f"r[{1 + n_carried + k}].size * {dt.itemsize}" if rank else str(dt.itemsize)
+                 for k, (rank, dt) in enumerate(scans)]
+        out.append(f"    per = {' + '.join(sizes)}")
+        out.append("    cap = trips if budget < 0 or per == 0 else min(trips, budget // per)")
+    else:
+        out.append("    cap = trips")
     for k, (rank, dt) in enumerate(scans):
         value = f"r[{1 + n_carried + k}]"
-        shape = f"(min(trips, 16),) + {value}.shape" if rank else "min(trips, 16)"
+        rows = "max(min(cap, 16), 1)"
+        shape = f"({rows},) + {value}.shape" if rank else rows
         out.append(f"    {scan_names[k]} = np.empty({shape}, np.{_NUMPY_NAMES.get(dt.name, dt.name)})")
         out.append(f"    {scan_names[k]}[0] = {value}")
-    out.append("    n = 1")
-    out.append("    while n < trips and cond:")
+    out.append("    over = cap == 0")
+    out.append("    n = 0 if over else 1")
+    out.append("    while n < cap and cond:")
     out.append(f"        r = body(first + n, cond, {', '.join(carried + ([rest] if rest else []))})")
     for k, (rank, _) in enumerate(scans):
         value, s = f"r[{1 + n_carried + k}]", scan_names[k]
@@ -339,10 +351,12 @@ def _module(params: list[str], body_lines: list[str], returned: list[str], n_car
             out.append(f"        if {value}.shape != {s}.shape[1:]:")
             out.append("            raise ValueError('Loop: a scan output changed shape')")
         out.append(f"        if n == {s}.shape[0]:")
-        out.append(f"            {s} = grown({s}, n, trips)")
+        out.append(f"            {s} = grown({s}, n, cap)")
         out.append(f"        {s}[n] = {value}")
     out += ["    " + line for line in step]
     out.append("        n += 1")
-    results = ", ".join(["n", "cond"] + carried + scan_names)
+    out.append("    if n == cap and cap < trips and cond:")
+    out.append("        over = True  # one more iteration runs, and its scan values pass the budget")
+    results = ", ".join(["n", "cond", "over"] + carried + scan_names)
     out.append(f"    return ({results},)")
     return "\n".join(out) + "\n"

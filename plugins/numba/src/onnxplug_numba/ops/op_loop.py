@@ -37,7 +37,11 @@ _UNSUPPORTED = object()
 @NumbaProvider.kernel("Loop", 11)
 class Loop(NumbaKernel):
     """ONNX Loop with a body of float32 elementwise ops, products, reductions, Gather and data
-    movement (Unsqueeze, Squeeze, Concat, Transpose)."""
+    movement (Unsqueeze, Squeeze, Concat, Transpose).
+
+    Scan outputs count against the allocation limit (the body plan's ``scan_check``): the compiled
+    loop is given the bytes the limit leaves, stops before its scan values would pass them, and
+    the kernel raises AllocationLimitError; the generic path counts them as they grow."""
 
     wants_scope = True
 
@@ -98,8 +102,11 @@ class Loop(NumbaKernel):
             return self.run_generic(max_trips, cond, carried, scope)
         run, source = compiled
         args = [v[()] if v.ndim == 0 else v for v in values]
+        check = getattr(self.planned_body, "scan_check", None)  # the allocation limit, if any
+        budget = -1 if check is None else int(check.limit)
         try:
-            result = self._run_chunks(run, trips, args) if trips > CHUNK else run(trips, True, 0, *args)
+            result = self._run_chunks(run, trips, budget, args) if trips > CHUNK else \
+                run(trips, True, 0, budget, *args)
         except errors.RunTerminatedError:
             raise
         except NumbaError:  # numba could not type it: never again for these ranks and dtypes
@@ -109,32 +116,39 @@ class Loop(NumbaKernel):
             # the generic path raises the error that names the body node (or, should the
             # compiled loop have failed wrongly, computes the result)
             return self.run_generic(max_trips, cond, carried, scope)
-        done = result[0]
+        done = int(result[0])
+        if result[2]:  # the next iteration's scan values would pass the limit
+            per = sum(b.nbytes // b.shape[0] for b in result[3 + self.n_carried:])
+            raise check.refused(done + 1, (done + 1) * per)
         outputs = []
-        for value, dtype, rank in zip(result[2:2 + self.n_carried], source.carried_dtypes, source.carried_ranks):
+        for value, dtype, rank in zip(result[3:3 + self.n_carried], source.carried_dtypes, source.carried_ranks):
             if not rank:
                 value = np.asarray(value, dtype=dtype)
             elif any(value is v or value.base is v for v in values):
                 value = value.copy()  # passed through (Identity of a weight): the output owns its memory
             outputs.append(value)
-        outputs += [buffer[:done] for buffer in result[2 + self.n_carried:]]
+        outputs += [buffer[:done] for buffer in result[3 + self.n_carried:]]
         return tuple(outputs)
 
-    def _run_chunks(self, run: Any, trips: int, args: list) -> tuple:
-        """``run(trips, True, 0, *args)`` as calls of ``CHUNK`` iterations, each numbering its
-        iterations on from the last and starting from the carried values it left, until the trip
-        count or a false condition, with RunOptions.terminate checked between them."""
+    def _run_chunks(self, run: Any, trips: int, budget: int, args: list) -> tuple:
+        """``run(trips, True, 0, budget, *args)`` as calls of ``CHUNK`` iterations, each numbering
+        its iterations on from the last, starting from the carried values it left and given what is
+        left of the budget, until the trip count, a false condition or the budget, with
+        RunOptions.terminate checked between them."""
         n = self.n_carried
-        done, go, pieces = 0, True, []
-        while done < trips and go:
+        done, go, over, kept, pieces = 0, True, False, 0, []
+        while done < trips and go and not over:
             check_terminate(" in a Loop body")
-            result = run(min(CHUNK, trips - done), True, done, *args)
-            count, go = int(result[0]), bool(result[1])
-            args[:n] = result[2:2 + n]
-            pieces.append([b[:count] for b in result[2 + n:]])
+            result = run(min(CHUNK, trips - done), True, done, budget if budget < 0 else budget - kept, *args)
+            count, go, over = int(result[0]), bool(result[1]), bool(result[2])
+            args[:n] = result[3:3 + n]
+            pieces.append([b[:count] for b in result[3 + n:]])
+            kept += sum(p.nbytes for p in pieces[-1])
             done += count
+        if over:  # the last piece's buffers give the bytes per iteration
+            return (done, go, over, *args[:n], *result[3 + n:])
         scans = [np.concatenate([p[k] for p in pieces]) for k in range(len(pieces[0]))] if pieces else []
-        return (done, go, *args[:n], *scans)
+        return (done, go, over, *args[:n], *scans)
 
     def run_generic(self, max_trips: Any, cond: Any, carried: tuple, scope: Any) -> tuple:
         """The loop run node by node: the body's plan called once per iteration."""
@@ -143,13 +157,16 @@ class Loop(NumbaKernel):
         n_scan = len(self.body.outputs) - 1 - self.n_carried
         state = [None, np.array(keep_going), *carried]  # the body's inputs: (i, cond, carried...)
         scans: list[list] = [[] for _ in range(n_scan)]
-        i = 0
+        check = getattr(self.planned_body, "scan_check", None)  # counts the scan values against the limit
+        i, next_check, counted = 0, 1, []
         while keep_going and (limit is None or i < limit):
             state[0] = np.array(i, dtype=np.int64)
             out = self.planned_body(state, scope)
             state[1:] = out[:1 + self.n_carried]
             for k in range(n_scan):
                 scans[k].append(out[1 + self.n_carried + k])
+            if check is not None and scans and i + 1 >= next_check:
+                next_check = check(i + 1, counted, *scans)
             if cond is not None:
                 keep_going = bool(np.asarray(out[0]).reshape(-1)[0])
             i += 1
