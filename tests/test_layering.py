@@ -25,7 +25,8 @@ PUBLIC = frozenset({"onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.
                     "onnxplug.hookspecs", "onnxplug.plugins", "onnxplug.ir", "onnxplug.ir.types",
                     "onnxplug.ir.graph", "onnxplug.session", "onnxplug.options", "onnxplug.ort_value",
                     "onnxplug.testing", "onnxplug.testing.model_suite", "onnxplug.geometry",
-                    "onnxplug.mlas"})
+                    "onnxplug.mlas", "onnxplug.ml", "onnxplug.ml.forest", "onnxplug.ml.scores",
+                    "onnxplug.ml.svm", "onnxplug.ml.tree_rules"})
 
 
 def _module_name(path: Path, root: Path) -> str:

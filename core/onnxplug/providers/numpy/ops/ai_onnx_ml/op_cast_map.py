@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._ml_util import ML
+from onnxplug.ml.scores import ML
 from onnxplug.providers.numpy.registry import op
 
 _TYPES = {"TO_FLOAT": np.float32, "TO_INT64": np.int64, "TO_STRING": object}

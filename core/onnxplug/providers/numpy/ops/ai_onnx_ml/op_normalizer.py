@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._ml_util import ML, float_rows
+from onnxplug.ml.scores import ML, float_rows
 from onnxplug.providers.numpy.registry import op
 
 

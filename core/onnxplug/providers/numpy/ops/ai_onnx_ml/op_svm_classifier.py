@@ -1,8 +1,8 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._ml_util import ML, class_labels, float_rows, logistic, post_transform
-from onnxplug.providers.numpy.ops._svm_util import multiclass_probability, svm_kernel
+from onnxplug.ml.scores import ML, class_labels, float_rows, logistic, post_transform
+from onnxplug.ml.svm import multiclass_probability, svm_kernel
 from onnxplug.providers.numpy.registry import op
 
 

@@ -1,8 +1,8 @@
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._ml_util import ML, float_rows, transform_scores
-from onnxplug.providers.numpy.ops._svm_util import svm_kernel
+from onnxplug.ml.scores import ML, float_rows, transform_scores
+from onnxplug.ml.svm import svm_kernel
 from onnxplug.providers.numpy.registry import op
 
 

@@ -1,5 +1,5 @@
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops._ml_util import ML, as_rows
+from onnxplug.ml.scores import ML, as_rows
 from onnxplug.providers.numpy.registry import op
 
 

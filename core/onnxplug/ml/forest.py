@@ -1,8 +1,10 @@
-"""A vectorised tree-ensemble evaluator shared by TreeEnsembleRegressor/Classifier and TreeEnsemble.
+"""Tree ensembles (TreeEnsembleRegressor/Classifier, TreeEnsemble) as flat node arrays, and a
+vectorised numpy walker over them.
 
-Every (sample, tree) pair walks down at once: each step gathers the current node's feature and
-threshold for all pairs and moves them to the true or false child, for as many steps as the
-deepest tree, so the Python loop runs per tree level, never per sample.
+``classifier_forest``, ``regressor_forest`` and ``ensemble_forest`` parse a node's attributes into a
+Forest once. The walker moves every (sample, tree) pair down at once: each step gathers the current
+node's feature and threshold for all pairs and moves them to the true or false child, for as many
+steps as the deepest tree, so the Python loop runs per tree level, never per sample.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ class Forest:
     roots: np.ndarray  # int64 per tree
     weights: np.ndarray  # float64 [nodes, targets]
     has_weight: np.ndarray  # bool [nodes, targets]
-    members: np.ndarray | None = None  # float64 [member nodes, max set size], NaN-padded
+    #: float64 [member nodes, max set size], NaN-padded; as onnxruntime, a value is a member when its
+    #: integer part (truncated toward zero) is in the set
+    members: np.ndarray | None = None
     member_row: np.ndarray | None = None  # int64 per node: its row in ``members``
 
     def leaves(self, x: np.ndarray) -> np.ndarray:
@@ -56,7 +60,7 @@ class Forest:
         th = self.threshold[cur]
         tests = {LEQ: lambda: value <= th, LT: lambda: value < th, GTE: lambda: value >= th,
                  GT: lambda: value > th, EQ: lambda: value == th, NEQ: lambda: value != th,
-                 MEMBER: lambda: (value[..., None] == self.members[self.member_row[cur]]).any(axis=-1)}
+                 MEMBER: lambda: (np.trunc(value)[..., None] == self.members[self.member_row[cur]]).any(axis=-1)}
         if uniform.size == 1:  # the usual case: one comparison for every node
             return tests[int(uniform[0])]()
         cond = np.zeros(cur.shape, dtype=bool)
@@ -136,3 +140,86 @@ def build_forest(tree_ids, node_ids, features, thresholds, modes, true_ids, fals
     features = np.where(mode == LEAF, 0, np.asarray(features, dtype=np.int64))  # leaves read no feature
     return Forest(features, np.asarray(thresholds, dtype=np.float64), mode,
                   true_next, false_next, missing, np.array(list(roots.values()), dtype=np.int64), weights, has)
+
+
+def classifier_forest(kernel, n_classes: int) -> Forest:
+    """The Forest of a TreeEnsembleClassifier node (attributes or their ``_as_tensor`` forms)."""
+    a = kernel.attr
+    return build_forest(
+        a("nodes_treeids"), a("nodes_nodeids"), a("nodes_featureids"), tensor_or_list(kernel, "nodes_values"),
+        a("nodes_modes"), a("nodes_truenodeids"), a("nodes_falsenodeids"), a("nodes_missing_value_tracks_true"),
+        a("class_treeids"), a("class_nodeids"), np.asarray(a("class_ids"), dtype=np.int64),
+        tensor_or_list(kernel, "class_weights"), n_classes)
+
+
+def regressor_forest(kernel) -> Forest:
+    """The Forest of a TreeEnsembleRegressor node (``n_targets`` targets)."""
+    a = kernel.attr
+    return build_forest(
+        a("nodes_treeids"), a("nodes_nodeids"), a("nodes_featureids"), tensor_or_list(kernel, "nodes_values"),
+        a("nodes_modes"), a("nodes_truenodeids"), a("nodes_falsenodeids"), a("nodes_missing_value_tracks_true"),
+        a("target_treeids"), a("target_nodeids"), a("target_ids"), tensor_or_list(kernel, "target_weights"),
+        a("n_targets", 1))
+
+
+def ensemble_forest(kernel) -> Forest:
+    """The Forest of a TreeEnsemble node (ai.onnx.ml opset 5): interior nodes and leaves come in
+    separate lists, so leaves are appended after the interior nodes and one Forest walks both."""
+    a = kernel.attr
+    splits = np.asarray(a("nodes_splits")).reshape(-1).astype(np.float64)
+    n = splits.size
+    modes = np.asarray(a("nodes_modes")).reshape(-1).astype(np.int8)
+    weights = np.asarray(a("leaf_weights")).reshape(-1).astype(np.float64)
+    targets = np.asarray(a("leaf_targetids"), dtype=np.int64)
+    n_targets = a("n_targets") or int(targets.max(initial=0)) + 1
+
+    def child(ids, leaf_flags):
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.where(np.asarray(leaf_flags, dtype=bool), ids + n, ids)
+
+    roots = np.asarray(a("tree_roots"), dtype=np.int64)
+    true_flags, false_flags = a("nodes_trueleafs"), a("nodes_falseleafs")
+    true_ids, false_ids = a("nodes_truenodeids"), a("nodes_falsenodeids")
+    # A degenerate tree is a single leaf: its root's children are the same leaf.
+    single = [bool(true_flags[r] and false_flags[r] and true_ids[r] == false_ids[r]) for r in roots.tolist()]
+    roots = np.where(single, np.asarray(true_ids, dtype=np.int64)[roots] + n, roots)
+    leaf_modes = np.full(weights.size, LEAF, dtype=np.int8)
+    missing = a("nodes_missing_value_tracks_true") or [0] * n
+    all_weights = np.zeros((n + weights.size, n_targets))
+    has = np.zeros_like(all_weights, dtype=bool)
+    all_weights[n + np.arange(weights.size), targets] = weights
+    has[n + np.arange(weights.size), targets] = True
+    members, member_row = _membership(a("membership_values"), modes)
+    return Forest(
+        np.concatenate([np.asarray(a("nodes_featureids"), dtype=np.int64), np.zeros(weights.size, np.int64)]),
+        np.concatenate([splits, np.zeros(weights.size)]), np.concatenate([modes, leaf_modes]),
+        np.concatenate([child(true_ids, true_flags), n + np.arange(weights.size)]),
+        np.concatenate([child(false_ids, false_flags), n + np.arange(weights.size)]),
+        np.concatenate([np.asarray(missing, dtype=bool), np.zeros(weights.size, bool)]),
+        roots, all_weights, has, members, np.concatenate([member_row, np.zeros(weights.size, np.int64)]))
+
+
+def _membership(values, modes):
+    """Set members of each BRANCH_MEMBER node (NaN-separated in order), as a NaN-padded matrix."""
+    member_row = np.zeros(modes.size, dtype=np.int64)
+    if values is None:
+        if (modes == MEMBER).any():
+            raise ValueError("TreeEnsemble: set-membership nodes need membership_values")
+        return None, member_row
+    flat = np.asarray(values).reshape(-1).astype(np.float64)
+    sets, current = [], []
+    for v in flat.tolist():
+        if v != v:
+            sets.append(current)
+            current = []
+        else:
+            current.append(v)
+    member_nodes = np.flatnonzero(modes == MEMBER)
+    if len(sets) != member_nodes.size:
+        raise ValueError(f"TreeEnsemble: {len(sets)} member sets for {member_nodes.size} set-membership nodes")
+    width = max((len(s) for s in sets), default=1) or 1
+    table = np.full((max(len(sets), 1), width), np.nan)
+    for i, s in enumerate(sets):
+        table[i, :len(s)] = s
+    member_row[member_nodes] = np.arange(member_nodes.size)
+    return table, member_row

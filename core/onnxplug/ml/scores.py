@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-ML = "ai.onnx.ml"
+from onnxplug.ml import ML  # noqa: F401  (re-exported for the kernels)
 
 
 def as_rows(x: np.ndarray) -> np.ndarray:
