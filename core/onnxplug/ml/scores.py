@@ -100,3 +100,10 @@ def class_labels(kernel: Any) -> tuple[np.ndarray, bool]:
         return np.array(strings, dtype=object), True
     ints = kernel.attr("classlabels_int64s") or kernel.attr("classlabels_ints") or []
     return np.array(ints, dtype=np.int64), False
+
+
+def text_attr(value: Any, default: str) -> str:
+    """A string attribute's value (bytes decoded), or ``default`` when absent."""
+    if value is None:
+        return default
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -13,16 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from onnxplug.ml.forest import Forest, classifier_forest, tensor_or_list
-from onnxplug.ml.scores import class_labels, logistic, post_transform, transform_scores
+from onnxplug.ml.scores import class_labels, logistic, post_transform, text_attr, transform_scores
 
 AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")
 POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
-
-
-def _text(value, default: str) -> str:
-    if value is None:
-        return default
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass
@@ -44,7 +38,7 @@ class ClassifierRules:
         weights = tensor_or_list(kernel, "class_weights") or []
         rules = cls(labels, strings, np.asarray(tensor_or_list(kernel, "base_values") or [], dtype=np.float64),
                     len(labels) == 2 and np.unique(ids).size == 1, bool((np.asarray(weights) >= 0).all()),
-                    _text(kernel.attr("post_transform"), "NONE"))
+                    text_attr(kernel.attr("post_transform"), "NONE"))
         return rules, classifier_forest(kernel, len(labels))
 
     @property

@@ -24,9 +24,9 @@ def oracle(model: onnx.ModelProto, feeds: dict) -> list:
     return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
-def check(model: onnx.ModelProto, feeds: dict, op: str, threads: int = 0) -> list:
-    """Outputs on numba (the tree node claimed by numba) equal onnxruntime's: labels exactly,
-    scores to float32 tolerance."""
+def check(model: onnx.ModelProto, feeds: dict, op: str, threads: int = 0, atol: float = 1e-5) -> list:
+    """Outputs on numba (node ``op`` claimed by numba) equal onnxruntime's: labels exactly, scores
+    to float32 tolerance."""
     ours, session = run_numba(model, feeds, fallback=True, threads=threads)
     placed = {a.op_type: a.provider for a in session.get_node_assignments()}
     assert placed[op] == "numba", session.get_node_assignments()
@@ -34,7 +34,7 @@ def check(model: onnx.ModelProto, feeds: dict, op: str, threads: int = 0) -> lis
         a, e = np.asarray(a), np.asarray(e)
         assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
         if e.dtype.kind == "f":
-            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=atol)
         else:
             np.testing.assert_array_equal(a, e)
     return ours
