@@ -123,3 +123,42 @@ def test_decline_reasons_name_the_cause():
         view = GraphView(graph, list(graph.nodes))
         decline = kernel.supports(graph.nodes[0], view)
         assert not decline and words in str(decline)
+
+
+def _qdq_chain(zp_type: type, per_axis: bool) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """x -> Q -> DQ -> Relu -> (+ skip) -> Q -> DQ, as quantize_static's QDQ format writes
+    activations; per-tensor parameters (0-d and 1-element 1-D) or per-channel ones."""
+    c = 6
+    shape = (2, c, 5, 7)
+    s1 = (RNG.random(c) * 0.05 + 0.01).astype(np.float32) if per_axis else np.array(0.031, np.float32)
+    z1 = RNG.integers(0, 9, c).astype(zp_type) if per_axis else np.array(3, zp_type)
+    s2 = np.array([0.07], np.float32)
+    z2 = np.array([1], zp_type)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
+             helper.make_node("Relu", ["d1"], ["r"]), helper.make_node("Add", ["r", "x"], ["a"]),
+             helper.make_node("QuantizeLinear", ["a", "s2", "z2"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(v, k) for k, v in
+                               (("s1", s1), ("z1", z1), ("s2", s2), ("z2", z2))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = _edge_values((RNG.standard_normal(shape) * 3).astype(np.float32), float(s1.reshape(-1)[0]))
+    return model, {"x": x}
+
+
+@pytest.mark.parametrize("zp_type", [np.uint8, np.int8])
+def test_per_tensor_quantize_dequantize_pairs_join_one_fused_chain(zp_type):
+    model, feeds = _qdq_chain(zp_type, per_axis=False)
+    got, session = run_numba(model, feeds)
+    _same(got, run_onnxruntime(model, feeds))
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
+
+
+def test_per_axis_parameters_stay_out_of_chains_and_match():
+    model, feeds = _qdq_chain(np.uint8, per_axis=True)
+    got, session = run_numba(model, feeds)
+    _same(got, run_onnxruntime(model, feeds))
+    kinds = [s.kind for s in session.engine.plan.steps]
+    assert len(kinds) > 1 and kinds[0] != "fused"  # the per-channel pair runs as its own kernels

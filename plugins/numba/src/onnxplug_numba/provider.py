@@ -66,7 +66,7 @@ class NumbaProvider(CompilingProvider):
         from onnxplug_numba.fusion.ops import step_for
 
         return bool(self.options["fuse_elementwise"]) and step_for(node, view.dtype_of) is not None \
-            and elementwise_opset_ok(node)
+            and elementwise_opset_ok(node) and (node.op_type not in _PER_TENSOR or _scalar_params(node, view))
 
     def get_capability(self, view: GraphView) -> list[Capability]:
         """Conv groups first, then MatMul + bias pairs, then elementwise chains, then single nodes."""
@@ -124,6 +124,19 @@ class NumbaProvider(CompilingProvider):
         from onnxplug_numba.fusion.chain import ChainKernel
 
         return ChainKernel(subgraph, context)
+
+
+#: Ops whose parameters (scale, zero point) broadcast in a chain only when each is one value.
+_PER_TENSOR = ("QuantizeLinear", "DequantizeLinear")
+
+
+def _scalar_params(node: Node, view: GraphView) -> bool:
+    """Whether every input after the first is known to hold one element of rank 0 or 1."""
+    for name in node.inputs[1:]:
+        t = view.type_of(name) if name else None
+        if t is None or t.shape is None or len(t.shape) > 1 or any(d != 1 for d in t.shape):
+            return False
+    return True
 
 
 def elementwise_opset_ok(node: Node) -> bool:

@@ -116,7 +116,7 @@ def generate(program: Program, mode: str, kinds: tuple[str, ...]) -> str:
               "import math", "import numpy as np", "from numba import njit, prange",
               "from onnxplug_numba.fusion.scalar_ops import (op_max, op_min, op_relu, op_sigmoid, "
               "op_softplus,", "    op_hard_sigmoid, op_gelu, op_gelu_tanh, op_round_even, op_sign, "
-              "op_mod_python, op_mod_c, op_mod_float, op_div_trunc, op_gelu32, op_gelu_tanh32)",
+              "op_mod_python, op_mod_c, op_mod_float, op_div_trunc, op_gelu32, op_gelu_tanh32, op_quantize)",
               "from onnxplug_numba.kernels.fastmath import exp32, tanh32, sigmoid32, erf32", "", ""]
     # no fastmath 'contract': a Mul then an Add must round twice, as onnxruntime's kernels do (a
     # fused multiply-add moves a Floor or a quantization step downstream by a whole step)

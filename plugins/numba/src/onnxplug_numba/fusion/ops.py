@@ -181,7 +181,35 @@ RULES: dict[str, OpRule] = {
                                       f"else 0))", FLOATS, attrs=attrs_of("Shrink")),
     "PRelu": OpRule(lambda a, at, t: f"np.{t}({a[0]} if {a[0]} >= 0 else {a[0]} * {a[1]})", FLOATS, (2, 2)),
     "Clip": OpRule(_clip, FLOATS | SIGNED, (1, 3), attrs=_clip_attrs),
+    # per-tensor linear quantization (step_for checks the mixed dtypes; the provider the scalars)
+    "QuantizeLinear": OpRule(lambda a, at, t: f"np.{t}(op_quantize({a[0]}, {a[1]}, {a[2]}, "
+                                              f"np.float32({_EIGHT_BIT[t][0]}), np.float32({_EIGHT_BIT[t][1]})))",
+                             frozenset({"float32"}), (3, 3), attrs=lambda n: _qdq_attrs(n)),
+    "DequantizeLinear": OpRule(lambda a, at, t: f"np.float32((np.float32({a[0]}) - np.float32({a[2]})) * {a[1]})",
+                               frozenset({"uint8", "int8"}), (3, 3), attrs=lambda n: _qdq_attrs(n)),
 }
+
+#: Ops that only join chains: their single nodes have kernels of their own (ops/op_quantize.py).
+CHAIN_ONLY = frozenset({"QuantizeLinear", "DequantizeLinear"})
+_EIGHT_BIT = {"uint8": (0, 255), "int8": (-128, 127)}
+
+
+def _qdq_attrs(node: Any) -> dict | None:
+    """No attributes in the step (per-tensor only); None for blocks, a precision or an output type."""
+    if node.attr("block_size", 0) or node.attr("precision", 0) or node.attr("output_dtype", 0):
+        return None
+    return {}
+
+
+def _qdq_dtype(op: str, names: Sequence[str]) -> str | None:
+    """The result dtype of a QuantizeLinear/DequantizeLinear step over input dtypes ``names``
+    (x, scale, zero point), or None where the chain does not compute it."""
+    x, scale, zero_point = names
+    if scale != "float32" or zero_point not in _EIGHT_BIT:
+        return None
+    if op == "QuantizeLinear":
+        return zero_point if x == "float32" else None
+    return "float32" if x == zero_point else None
 
 #: Gelu in the fused-op domain of the graph optimizer has the same meaning as ai.onnx Gelu.
 _DOMAIN_ALIASES = {("com.microsoft", "Gelu"): "Gelu", (FUSED_DOMAIN, "Gelu"): "Gelu"}
@@ -228,7 +256,13 @@ def step_for(node: Any, dtype_of: Callable[[str], np.dtype | None]) -> Step | No
     if any(n is None for n in names):
         return None
     op = RULES_NAME[id(rule)]
-    if op == "Where":
+    if op in CHAIN_ONLY:
+        if len(present) != 3:
+            return None
+        value = _qdq_dtype(op, names)  # type: ignore[arg-type]
+        if value is None:
+            return None
+    elif op == "Where":
         if names[0] != "bool" or names[1] != names[2] or names[1] not in rule.dtypes:
             return None
         value = names[1]

@@ -80,6 +80,18 @@ def op_round_even(a):  # type: ignore[no-untyped-def]
 
 
 @njit(inline="always", cache=True)
+def op_quantize(x, scale, zero_point, lo, hi):  # type: ignore[no-untyped-def]
+    """``clip(rint(x / scale) + zero_point, lo, hi)`` as a float32 integer value, the quotient
+    rounded to float32 first (as QuantizeLinear); NaN gives ``lo``, as onnxruntime."""
+    q = np.rint(np.float32(x / scale)) + np.float32(zero_point)
+    if not q >= lo:
+        return lo
+    if q > hi:
+        return hi
+    return q
+
+
+@njit(inline="always", cache=True)
 def op_sign(a, zero, one):  # type: ignore[no-untyped-def]
     if a > zero:
         return one

@@ -12,7 +12,7 @@ from onnxplug_sdk.helpers import untyped_reason
 from onnxplug_numba.fusion import calls
 from onnxplug_numba.fusion.calls import Call
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.ops import FUSED_DOMAIN, RULES, dtype_name, step_for
+from onnxplug_numba.fusion.ops import CHAIN_ONLY, FUSED_DOMAIN, RULES, dtype_name, step_for
 from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.ops._base import NumbaKernel
 from onnxplug_numba.provider import NumbaProvider, elementwise_opset_ok
@@ -81,6 +81,6 @@ class ElementwiseKernel(NumbaKernel):
 
 
 for _op in RULES:
-    if _op != "Identity":  # Identity is a layout kernel (any dtype, no copy)
+    if _op != "Identity" and _op not in CHAIN_ONLY:  # Identity is a layout kernel (any dtype, no copy)
         NumbaProvider.kernel(_op)(ElementwiseKernel)
 NumbaProvider.kernel("Gelu", domain=FUSED_DOMAIN)(ElementwiseKernel)
