@@ -10,6 +10,7 @@ from __future__ import annotations
 from onnxplug.ml import ML
 from onnxplug.ml.forest import LEAF, MEMBER, MODE_NAMES, Forest, classifier_forest, ensemble_forest, \
     regressor_forest, tensor_or_list
+from onnxplug.ml.linear import LinearModel
 from onnxplug.ml.scores import as_rows, class_labels, float_rows, logistic, post_transform, text_attr, \
     transform_scores
 from onnxplug.ml.svm import SvmClassifierModel, SvmRegressorModel, multiclass_probability, svm_kernel
@@ -20,4 +21,4 @@ __all__ = ["AGGREGATES", "LEAF", "MEMBER", "ML", "MODE_NAMES", "POST_TRANSFORMS"
            "as_rows", "class_labels", "classifier_forest", "ensemble_forest", "ensemble_scores", "float_rows",
            "logistic", "multiclass_probability", "post_transform", "regressor_base", "regressor_forest",
            "regressor_scores", "svm_kernel", "tensor_or_list", "text_attr", "transform_scores",
-           "SvmClassifierModel", "SvmRegressorModel"]
+           "LinearModel", "SvmClassifierModel", "SvmRegressorModel"]

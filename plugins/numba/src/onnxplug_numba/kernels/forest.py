@@ -109,19 +109,26 @@ def classify_rows(scores, has, base, post, best, z):
                 pick = c
             z[r, c] = np.float32(s)
         best[r] = pick
-        if post == POST_SOFTMAX:
-            m = z[r, 0]
-            for c in range(1, classes):
-                m = max(m, z[r, c])
-            total = np.float32(0.0)
-            for c in range(classes):
-                e = np.exp(z[r, c] - m)
-                z[r, c] = e
-                total += e
-            for c in range(classes):
-                z[r, c] = z[r, c] / total
-        elif post == POST_LOGISTIC:
-            for c in range(classes):
-                v = z[r, c]
-                e = np.float32(1.0) / (np.float32(1.0) + np.exp(-abs(v)))
-                z[r, c] = np.float32(1.0) - e if v < 0 else e
+        transform_row(z, r, post)
+
+
+@njit(nogil=True, cache=True)
+def transform_row(z, r, post):
+    """NONE, SOFTMAX or LOGISTIC of row ``r`` of float32 ``z``, in place (onnxruntime's ml_common)."""
+    classes = z.shape[1]
+    if post == POST_SOFTMAX:
+        m = z[r, 0]
+        for c in range(1, classes):
+            m = max(m, z[r, c])
+        total = np.float32(0.0)
+        for c in range(classes):
+            e = np.exp(z[r, c] - m)
+            z[r, c] = e
+            total += e
+        for c in range(classes):
+            z[r, c] = z[r, c] / total
+    elif post == POST_LOGISTIC:
+        for c in range(classes):
+            v = z[r, c]
+            e = np.float32(1.0) / (np.float32(1.0) + np.exp(-abs(v)))
+            z[r, c] = np.float32(1.0) - e if v < 0 else e

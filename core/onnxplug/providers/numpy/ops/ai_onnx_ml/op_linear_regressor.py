@@ -1,7 +1,6 @@
-import numpy as np
-
-from onnxplug.providers.numpy.ops._base import NumpyKernel
+from onnxplug.ml.linear import LinearModel
 from onnxplug.ml.scores import ML, float_rows, transform_scores
+from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
 
 
@@ -11,10 +10,8 @@ class LinearRegressor(NumpyKernel):
 
     def __init__(self, node, context):
         super().__init__(node, context)
-        targets = self.attr("targets", 1)
-        self._coef = np.asarray(self.attr("coefficients"), dtype=np.float32).reshape(targets, -1).T
-        self._bias = np.asarray(self.attr("intercepts") or [0.0] * targets, dtype=np.float32)
+        self._model = LinearModel.regressor(self)
 
     def compute(self, x):
-        scores = float_rows(x) @ self._coef + self._bias
-        return transform_scores(scores, self.attr("post_transform", "NONE"))
+        m = self._model
+        return transform_scores(float_rows(x) @ m.coef + m.bias, m.post)
