@@ -202,8 +202,21 @@ class Guard:
         self.constants, self.to_host = dict(constants), to_host
         self.shape_of = _SHAPES.get(node.op_type)
         self.loop_scan_bytes = loop_scan_bytes
+        # constant 1-element inputs as Python numbers, for the fast paths
+        self.scalars = {i: v.reshape(-1)[0].item() for i, v in self.constants.items() if np.asarray(v).size == 1}
+        self.fast = _FAST.get(node.op_type)
 
     def __call__(self, *args: Any) -> None:
+        fast = self.fast
+        if fast is not None:
+            nbytes = fast(self, args)
+            if nbytes is not None:
+                if nbytes > self.limit:
+                    self._slow(args)  # the full computation words the error
+                return
+        self._slow(args)
+
+    def _slow(self, args: tuple) -> None:
         inputs = _Inputs(args, self.constants, self.to_host)
         if self.node.op_type == "Loop":
             self._loop(inputs)
@@ -231,6 +244,85 @@ class Guard:
         if nbytes > self.limit:
             raise refuse(self.source, self.node, f"scan outputs of {self.loop_scan_bytes} bytes per iteration "
                          f"for {count} iterations", nbytes, self.limit)
+
+
+# --- fast paths: the output's byte count from host inputs in a few Python operations, or None
+# to take the full computation (device or malformed inputs, an unusual form); only ever an upper
+# bound's worth of work: a count over the limit is computed again by the full path
+
+def _scalar(guard: Guard, args: tuple, i: int) -> Any:
+    found = guard.scalars.get(i)
+    if found is not None:
+        return found
+    value = args[i]
+    if value.__class__ is not np.ndarray or value.size != 1:
+        raise _NotFast
+    return value.item()
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _fast_range(guard: Guard, args: tuple) -> int | None:
+    if len(args) < 3:
+        return None
+    try:
+        start, limit, delta = _scalar(guard, args, 0), _scalar(guard, args, 1), _scalar(guard, args, 2)
+        if not delta or not math.isfinite(start) or not math.isfinite(limit) or not math.isfinite(delta):
+            return None
+        count = max(math.ceil((limit - start) / delta), 0)
+    except (_NotFast, TypeError, ValueError, OverflowError):
+        return None
+    return count * 8  # at least the element size of any Range type
+
+
+def _host_ints(guard: Guard, args: tuple, i: int) -> list | None:
+    value = guard.constants.get(i)
+    if value is None:
+        value = args[i] if i < len(args) else None
+        if value is None or value.__class__ is not np.ndarray or value.ndim != 1 or value.dtype.kind != "i":
+            return None
+    return value.tolist()
+
+
+def _fast_expand(guard: Guard, args: tuple) -> int | None:
+    dims, x = _host_ints(guard, args, 1), args[0]
+    if dims is None or x.__class__ is not np.ndarray:
+        return None
+    shape = x.shape
+    if len(dims) < len(shape):
+        dims = [1] * (len(shape) - len(dims)) + dims
+    count = 1
+    for k, d in enumerate(dims):
+        j = k - (len(dims) - len(shape))
+        count *= max(d, shape[j]) if j >= 0 else d
+        if d < 0:
+            return None
+    return count * x.dtype.itemsize
+
+
+def _fast_tile(guard: Guard, args: tuple) -> int | None:
+    reps, x = _host_ints(guard, args, 1), args[0]
+    if reps is None or x.__class__ is not np.ndarray or len(reps) != x.ndim:
+        return None
+    count = x.size
+    for r in reps:
+        if r < 0:
+            return None
+        count *= r
+    return count * x.dtype.itemsize
+
+
+def _fast_constant_of_shape(guard: Guard, args: tuple) -> int | None:
+    dims = _host_ints(guard, args, 0)
+    if dims is None or any(d < 0 for d in dims):
+        return None
+    return math.prod(dims) * 16  # at least the value's element size
+
+
+_FAST: dict[str, Callable[[Guard, tuple], int | None]] = {
+    "Range": _fast_range, "Expand": _fast_expand, "Tile": _fast_tile, "ConstantOfShape": _fast_constant_of_shape}
 
 
 class StaticGuard:

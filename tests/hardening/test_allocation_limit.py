@@ -255,3 +255,47 @@ def test_the_default_limit_is_half_of_physical_memory():
     model = CASES["Expand"][0]
     assert ort.InferenceSession(model).engine.allocation_limit == half
     assert ort.InferenceSession(model, _options(12345)).engine.allocation_limit == 12345
+
+
+@pytest.mark.parametrize("op", ["Range", "Expand", "Tile", "ConstantOfShape"])
+def test_fast_byte_counts_are_never_below_the_exact_ones(op):
+    """A guard's fast path (Python numbers from host inputs) may over-count, which only sends the
+    step to the full computation, but never under-count, which would let an allocation through."""
+    from onnxplug import allocation_limit
+    from onnxplug.ir.loader import load_model
+
+    rng = np.random.default_rng(3)
+    if op == "Range":
+        node = helper.make_node("Range", ["s", "l", "d"], ["y"])
+        inputs = [(n, F, []) for n in "sld"]
+        cases = [tuple(np.array(v, np.float32) for v in (rng.integers(-50, 50), rng.integers(-500, 500),
+                                                           rng.choice([-3.5, -1, 0.25, 2, 7])))
+                 for _ in range(200)]
+    elif op in ("Expand", "Tile"):
+        node = helper.make_node(op, ["x", "r"], ["y"])
+        inputs = [("x", F, None), ("r", I64, None)]
+        cases = []
+        for _ in range(200):
+            shape = tuple(int(d) for d in rng.integers(0, 4, rng.integers(1, 4)))
+            rank = len(shape) if op == "Tile" else int(rng.integers(1, 5))
+            cases.append((np.zeros(shape, np.float32), rng.integers(0, 6, rank).astype(np.int64)))
+    else:
+        node = helper.make_node(op, ["r"], ["y"], value=helper.make_tensor("v", TensorProto.DOUBLE, [1], [1.0]))
+        inputs = [("r", I64, None)]
+        cases = [(rng.integers(0, 9, rng.integers(0, 4)).astype(np.int64),) for _ in range(200)]
+    graph = load_model(_model([node], inputs)).graph
+    guard = allocation_limit.guard_for("m", graph, graph.nodes, LIMIT, None)
+    assert guard.fast is not None
+    checked = 0
+    for args in cases:
+        fast = guard.fast(guard, args)
+        try:
+            exact = guard.shape_of(graph.nodes[0], allocation_limit._Inputs(args, {}, None))
+        except ValueError:
+            exact = None
+        if exact is None or fast is None:
+            continue
+        shape, dtype = exact
+        assert fast >= int(np.prod(shape)) * np.dtype(dtype).itemsize, (args, fast, exact)
+        checked += 1
+    assert checked > 50
