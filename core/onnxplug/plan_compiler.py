@@ -87,9 +87,11 @@ def check_output(value: Any, spec: tuple) -> Any:
         value = np.asarray(value)
     expected = str(dtype) if shape is None else f"{dtype}[{', '.join('?' if d is None else str(d) for d in shape)}]"
     if not isinstance(value, classes):
-        got = type(value).__name__
-        want = " or ".join(c.__name__ for c in classes)
-        _bad_output(step, index, f"a {got}, not a {want} {expected}")
+        named = (type(value), *classes)
+        # classes of one short name (numpy's and CuPy's ndarray) are told apart by their package
+        clash = len({c.__name__ for c in named}) < len(named)
+        got, *want = (f"{c.__module__.split('.')[0]}.{c.__qualname__}" if clash else c.__name__ for c in named)
+        _bad_output(step, index, f"a {got}, not a {' or '.join(want)} {expected}")
     got_dtype = getattr(value, "dtype", None)
     if got_dtype != dtype and not (dtype.kind == "O" and getattr(got_dtype, "kind", "") in "OUS"):
         _bad_output(step, index, f"element type {got_dtype}, not {dtype} (expected {expected})")

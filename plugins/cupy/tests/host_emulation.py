@@ -154,6 +154,7 @@ class HostBackend:
     """The backend interface of :class:`onnxplug_cupy.runtime.backend.CudaBackend`, on the host."""
 
     xp = StrictNumpy()
+    array_types = (EmulatedDeviceArray,)
 
     def __init__(self) -> None:
         self.launches = 0

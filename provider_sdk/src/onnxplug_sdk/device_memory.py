@@ -63,7 +63,13 @@ class DeviceMemory(Allocator, DataTransfer):
     ``_alloc(nbytes) -> handle``, ``_free(handle)``, ``_copyin(handle, host)`` (host array, C-contiguous,
     into device memory) and ``_copyout(host, handle)`` (device memory into a C-contiguous host array).
     They are never called for zero-byte arrays. Object (string) arrays cannot live on a device.
+    Kernel outputs of a provider on this memory must be :class:`DeviceArray` values (``array_types``):
+    the executor checks each one's class, element type and rank, and reports any other value (a host
+    array, a list) as ``KernelError`` naming the node and provider.
     """
+
+    #: The class of this device's values, checked on every kernel output of the provider.
+    array_types: tuple[type, ...] = (DeviceArray,)
 
     def __init__(self, device: Device) -> None:
         self.device = device

@@ -126,6 +126,13 @@ class CudaBackend:
 
     # --- values -------------------------------------------------------------------------------
 
+    @property
+    def array_types(self) -> tuple[type, ...]:
+        """``(cupy.ndarray,)``, the class of this backend's values; empty where CuPy cannot be
+        imported (no session then runs the provider). Importing CuPy touches no device."""
+        cupy, _ = import_cupy()
+        return () if cupy is None else (cupy.ndarray,)
+
     def empty(self, shape: Sequence[int], dtype: np.dtype) -> Any:
         """An uninitialised device array from the pool."""
         with self.scope():

@@ -22,6 +22,12 @@ class CupyAllocator(Allocator):
         self.backend = backend
         self.device = device
 
+    @property  # type: ignore[override]
+    def array_types(self) -> tuple[type, ...]:
+        """The backend's array class (``cupy.ndarray``), read when a session plans its output
+        checks, so the plugin imports without CuPy: every kernel output of the provider must be one."""
+        return tuple(self.backend.array_types)
+
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """An uninitialised ``cupy.ndarray``."""
         return self.backend.empty(shape, dtype)

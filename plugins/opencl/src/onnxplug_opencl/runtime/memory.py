@@ -12,11 +12,17 @@ from onnxplug_opencl.runtime.context import ClRuntime
 
 
 class OpenCLAllocator(Allocator):
-    """Hands out ``pyopencl.array.Array`` values whose buffers come from the runtime's memory pool."""
+    """Hands out ``pyopencl.array.Array`` values whose buffers come from the runtime's memory pool.
+
+    ``array_types`` declares that class, so the executor checks every kernel output of the provider
+    is one (a host array or anything else returned by a kernel is a KernelError naming the node)."""
 
     def __init__(self, runtime: ClRuntime) -> None:
+        import pyopencl.array as cla
+
         self.runtime = runtime
         self.device = runtime.device
+        self.array_types = (cla.Array,)
 
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """An uninitialised device array."""
