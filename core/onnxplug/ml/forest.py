@@ -34,9 +34,7 @@ class Forest:
     roots: np.ndarray  # int64 per tree
     weights: np.ndarray  # float64 [nodes, targets]
     has_weight: np.ndarray  # bool [nodes, targets]
-    #: float64 [member nodes, max set size], NaN-padded; as onnxruntime, a value is a member when its
-    #: integer part (truncated toward zero) is in the set
-    members: np.ndarray | None = None
+    members: np.ndarray | None = None  # float64 [member nodes, max set size], NaN-padded
     member_row: np.ndarray | None = None  # int64 per node: its row in ``members``
 
     def leaves(self, x: np.ndarray) -> np.ndarray:
@@ -60,7 +58,7 @@ class Forest:
         th = self.threshold[cur]
         tests = {LEQ: lambda: value <= th, LT: lambda: value < th, GTE: lambda: value >= th,
                  GT: lambda: value > th, EQ: lambda: value == th, NEQ: lambda: value != th,
-                 MEMBER: lambda: (np.trunc(value)[..., None] == self.members[self.member_row[cur]]).any(axis=-1)}
+                 MEMBER: lambda: (value[..., None] == self.members[self.member_row[cur]]).any(axis=-1)}
         if uniform.size == 1:  # the usual case: one comparison for every node
             return tests[int(uniform[0])]()
         cond = np.zeros(cur.shape, dtype=bool)

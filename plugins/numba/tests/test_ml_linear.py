@@ -86,3 +86,15 @@ def test_sklearn_linear_models(kind):
     model = to_onnx(est, x[:1], options=options, target_opset={"": 17, "ai.onnx.ml": 1})
     op = "LinearRegressor" if kind == "linear-regression" else "LinearClassifier"
     check(model, {"X": x[:60]}, op)
+
+
+@pytest.mark.parametrize("op", ["LinearClassifier", "Normalizer", "Scaler"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_inputs(op, dtype):
+    """Integer X is read as float32, as onnxruntime reads it (which has no integer LinearRegressor)."""
+    attrs = {"LinearClassifier": dict(coefficients=RNG.standard_normal(15).tolist(), intercepts=[0.1, 0.2, 0.3],
+                                      classlabels_ints=[1, 2, 3], post_transform="SOFTMAX"),
+             "Normalizer": dict(norm="L2"), "Scaler": dict(offset=[1.0], scale=[0.5])}[op]
+    outputs = {"LinearClassifier": [("l", T.INT64, [None]), ("z", T.FLOAT, [None, 3])]}.get(op, [("y", T.FLOAT, [None, 5])])
+    model = _node(op, outputs, x_type=T.INT32 if dtype == np.int32 else T.INT64, **attrs)
+    check(model, {"x": (X * 10).astype(dtype)}, op)

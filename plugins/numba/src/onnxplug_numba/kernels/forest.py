@@ -42,9 +42,8 @@ def _leaf_of(x, r, node, feature, threshold, mode, true_next, false_next, missin
         else:
             go = False
             row = member_row[node]
-            whole = np.trunc(v)  # onnxruntime tests the integer part (truncated toward zero)
             for k in range(members.shape[1]):
-                if members[row, k] == whole:
+                if members[row, k] == v:
                     go = True
                     break
         if not go and missing_true[node] and v != v:

@@ -17,6 +17,7 @@ from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel
 from onnxplug_numba.provider import NumbaProvider
 
 op = NumbaProvider.kernel
+_INPUT_TYPES = FLOAT_TYPES | {np.dtype(np.int32), np.dtype(np.int64)}
 _FUSED_POST = {"NONE": kforest.POST_NONE, "SOFTMAX": kforest.POST_SOFTMAX, "LOGISTIC": kforest.POST_LOGISTIC}
 _NORMS = {"MAX": klinear.MAX, "L1": klinear.L1, "L2": klinear.L2}
 #: Products of at least this many multiply-adds go to BLAS instead of the row loop.
@@ -26,10 +27,11 @@ BLAS_MIN_MACS = 65536
 class _RowKernel(NumbaKernel):
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        """Every input type the ops allow (float32, float64, int32, int64: the rows read each as float32,
+        as onnxruntime does); an input of no inferred type (after a custom-domain op) is one of them."""
         dtype = view.dtype_of(node.inputs[0]) if node.inputs else None
-        if dtype not in FLOAT_TYPES:
-            return Decline("dtype", f"input X is {dtype or 'of unknown type'}; the compiled rows read float32 "
-                                    "or float64")
+        if dtype is not None and dtype not in _INPUT_TYPES:
+            return Decline("dtype", f"input X is {dtype}, not float32, float64, int32 or int64")
         return True
 
     @staticmethod
