@@ -4,6 +4,7 @@
 ``forest``: tree ensembles parsed into flat node arrays (and a vectorised numpy walker).
 ``tree_rules``: how summed leaf weights become a classifier's labels and scores, or a regressor's.
 ``svm``: SVM attributes, kernels and libsvm's pairwise-coupling probabilities.
+``linear``: LinearClassifier / LinearRegressor coefficients and label rules.
 
 A provider parses a node's attributes here once, at session creation, and computes with the
 arrays; the numpy provider's kernels and compiled ones thus agree on every attribute rule.

@@ -98,3 +98,37 @@ def test_integer_inputs(op, dtype):
     outputs = {"LinearClassifier": [("l", T.INT64, [None]), ("z", T.FLOAT, [None, 3])]}.get(op, [("y", T.FLOAT, [None, 5])])
     model = _node(op, outputs, x_type=T.INT32 if dtype == np.int32 else T.INT64, **attrs)
     check(model, {"x": (X * 10).astype(dtype)}, op)
+
+
+@pytest.mark.parametrize("kind", ["strings", "int64", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(7,), (4, 3)])
+def test_one_hot_encoder(kind, shape):
+    """Known and unknown values, 1-D and 2-D input (an output axis more)."""
+    rng = np.random.default_rng(4)
+    if kind == "strings":
+        x = np.array(["red", "blue", "green", "pink"], dtype=object)[rng.integers(0, 4, shape)]
+        attrs, elem = dict(cats_strings=["blue", "green", "red"]), T.STRING
+    else:
+        dtype = {"int64": np.int64, "float32": np.float32, "float64": np.float64}[kind]
+        x = rng.integers(-2, 6, shape).astype(dtype)
+        attrs = dict(cats_int64s=[4, 0, 2, -1])
+        elem = {np.int64: T.INT64, np.float32: T.FLOAT, np.float64: T.DOUBLE}[dtype]
+    node = helper.make_node("OneHotEncoder", ["x"], ["y"], domain="ai.onnx.ml", zeros=1, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", elem, list(shape))],
+                              [helper.make_tensor_value_info("y", T.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)],
+                              ir_version=8)
+    check(model, {"x": x}, "OneHotEncoder")
+
+
+def test_one_hot_encoder_zeros_0_refuses_an_unknown_value():
+    from numba_test_helpers import run_numba
+
+    node = helper.make_node("OneHotEncoder", ["x"], ["y"], domain="ai.onnx.ml", zeros=0, cats_int64s=[1, 2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", T.INT64, [3])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)],
+                              ir_version=8)
+    assert run_numba(model, {"x": np.array([1, 2, 1])}, fallback=True)[0][0].shape == (3, 2)
+    with pytest.raises(Exception, match="7"):
+        run_numba(model, {"x": np.array([1, 7, 2])}, fallback=True)
