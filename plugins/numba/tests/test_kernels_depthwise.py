@@ -15,8 +15,12 @@ DEPTHWISE_CASES = [
     ((1, 3, 14, 14), 1, (3, 3), {"pads": [0, 1, 1, 0], "strides": [2, 2]}),  # uneven pads
     ((1, 2, 19, 20), 1, (3, 3), {"pads": [1, 1, 1, 1], "strides": [3, 3]}),  # step 3: nine phases
     ((1, 2, 12, 13), 1, (3, 3), {"pads": [1, 2, 1, 0], "strides": [1, 2]}),  # mixed steps
-    ((1, 3, 13, 12), 1, (5, 5), {"pads": [2, 2, 2, 2]}),  # 5x5: per-tap accumulation
+    ((1, 3, 13, 12), 1, (5, 5), {"pads": [2, 2, 2, 2]}),  # 5x5: a kernel row per pass
     ((1, 3, 17, 16), 1, (5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),
+    ((2, 4, 15, 14), 1, (7, 7), {"pads": [3, 3, 3, 3]}),  # 7x7 (ConvNeXt)
+    ((1, 3, 19, 18), 2, (7, 7), {"pads": [3, 2, 1, 3], "strides": [2, 1]}),
+    ((1, 3, 16, 17), 1, (3, 5), {"pads": [1, 2, 1, 2], "dilations": [1, 2]}),  # 3 rows of a 5-wide window
+    ((1, 2, 12, 30), 1, (1, 7), {"pads": [0, 3, 0, 3], "strides": [1, 3]}),
     ((1, 2, 18, 18), 1, (3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2], "strides": [2, 2]}),
     ((1, 2, 9, 11), 2, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 1]}),  # channel multiplier 2
     ((1, 5, 7, 7), 1, (3, 3), {"pads": [1, 1, 1, 1]}),  # rows shorter than a vector
@@ -61,14 +65,16 @@ def test_depthwise_conv_float64(rng):
 @pytest.mark.parametrize("activation,params", [("Relu", []), ("Clip", [-0.5, 0.7]), ("Sigmoid", []),
                                                ("LeakyRelu", [0.1])])
 @pytest.mark.parametrize("residual", [False, True])
-def test_depthwise_fused_conv_epilogue(rng, activation, params, residual):
+@pytest.mark.parametrize("window", [3, 5, 7])
+def test_depthwise_fused_conv_epilogue(rng, activation, params, residual, window):
     x = rng.standard_normal((1, 4, 12, 12)).astype(np.float32)
     feeds = {"x": x}
     if residual:  # onnxruntime's FusedConv: Z is added before the activation
         feeds["z"] = rng.standard_normal((1, 4, 12, 12)).astype(np.float32)
-    init = {"w": rng.standard_normal((4, 1, 3, 3)).astype(np.float32), "b": rng.standard_normal(4).astype(np.float32)}
+    init = {"w": rng.standard_normal((4, 1, window, window)).astype(np.float32),
+            "b": rng.standard_normal(4).astype(np.float32)}
     extra = {"activation_params": params} if params else {}
-    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", group=4, pads=[1, 1, 1, 1],
+    model = node_model("FusedConv", feeds, initializers=init, domain="com.microsoft", group=4, pads=[window // 2] * 4,
                        activation=activation, **extra)
     if residual:  # inputs are X, W, B, Z: put the graph input z last
         node = model.graph.node[0]

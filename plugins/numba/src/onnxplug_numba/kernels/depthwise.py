@@ -5,7 +5,8 @@ holds the padded pixels whose row is ``a`` mod ``sh`` and column ``b`` mod ``sw`
 row pitch ``wq``. Then tap ``(i, j)`` of output element ``e = yo * wq + xo`` sits at
 ``offset(i, j) + e`` of that buffer, whatever the stride: every tap is one contiguous slice, and
 the whole plane's output is one long loop (the ``wq - ow`` extra columns per row are computed and
-dropped). For 3x3 windows all nine taps are summed in registers with one store per element.
+dropped). For 3x3 windows all nine taps are summed in registers with one store per element; 5- and
+7-wide windows add one kernel row's taps per pass over the output.
 """
 
 from __future__ import annotations
@@ -34,6 +35,32 @@ def _sum9(acc, buf, taps, w, m, bias, low, high, count):  # type: ignore[no-unty
              + w4 * buf[o4 + e] + w5 * buf[o5 + e] + w6 * buf[o6 + e] + w7 * buf[o7 + e] + w8 * buf[o8 + e])
         v = v if v > low else low
         acc[e] = v if v < high else high
+
+
+@njit(inline="always", fastmath={"contract"})
+def _add_row5(acc, buf, taps, w, m, i, count):  # type: ignore[no-untyped-def]
+    """acc[e] += the five weighted taps of kernel row ``i`` (a 5-wide window), one pass over ``acc``
+    per kernel row instead of one per tap (see :func:`_sum9` for the unsigned indices)."""
+    w0, w1, w2, w3, w4 = w[m, 0, i, 0], w[m, 0, i, 1], w[m, 0, i, 2], w[m, 0, i, 3], w[m, 0, i, 4]
+    k = i * 5
+    o0, o1, o2 = np.uint64(taps[k]), np.uint64(taps[k + 1]), np.uint64(taps[k + 2])
+    o3, o4 = np.uint64(taps[k + 3]), np.uint64(taps[k + 4])
+    for e in range(np.uint64(count)):
+        acc[e] += (w0 * buf[o0 + e] + w1 * buf[o1 + e] + w2 * buf[o2 + e] + w3 * buf[o3 + e]
+                   + w4 * buf[o4 + e])
+
+
+@njit(inline="always", fastmath={"contract"})
+def _add_row7(acc, buf, taps, w, m, i, count):  # type: ignore[no-untyped-def]
+    """As :func:`_add_row5` for a 7-wide window."""
+    w0, w1, w2, w3 = w[m, 0, i, 0], w[m, 0, i, 1], w[m, 0, i, 2], w[m, 0, i, 3]
+    w4, w5, w6 = w[m, 0, i, 4], w[m, 0, i, 5], w[m, 0, i, 6]
+    k = i * 7
+    o0, o1, o2, o3 = np.uint64(taps[k]), np.uint64(taps[k + 1]), np.uint64(taps[k + 2]), np.uint64(taps[k + 3])
+    o4, o5, o6 = np.uint64(taps[k + 4]), np.uint64(taps[k + 5]), np.uint64(taps[k + 6])
+    for e in range(np.uint64(count)):
+        acc[e] += (w0 * buf[o0 + e] + w1 * buf[o1 + e] + w2 * buf[o2 + e] + w3 * buf[o3 + e]
+                   + w4 * buf[o4 + e] + w5 * buf[o5 + e] + w6 * buf[o6 + e])
 
 
 @njit(inline="always")
@@ -128,6 +155,13 @@ def depthwise_phased(x, w, bias, residual, has_residual, act, alpha, beta,
         b = acc.dtype.type(bias[m])
         if kh == 3 and kw == 3:
             _sum9(acc, buf, taps, w, m, b, low, high, count)
+        elif kw == 5 or kw == 7:
+            acc[:] = b
+            for i in range(kh):
+                if kw == 5:
+                    _add_row5(acc, buf, taps, w, m, i, count)
+                else:
+                    _add_row7(acc, buf, taps, w, m, i, count)
         else:
             acc[:] = b
             for k in range(kh * kw):
