@@ -256,3 +256,13 @@ def test_lightgbm_and_xgboost_classifiers():
         xt = x[:50].copy()
         xt[::5, 1] = np.nan
         check(model, {"X": xt}, "TreeEnsembleClassifier")
+
+
+def test_a_tree_with_a_cycle_is_an_error_not_a_hang():
+    attrs = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 1, 2],
+                 nodes_values=[0.0, 0.0, 0.0], nodes_modes=["BRANCH_LEQ"] * 3, nodes_truenodeids=[1, 2, 1],
+                 nodes_falsenodeids=[2, 2, 1], target_treeids=[0], target_nodeids=[2], target_ids=[0],
+                 target_weights=[1.0], n_targets=1)
+    model = ml_model("TreeEnsembleRegressor", T.FLOAT, [("y", T.FLOAT, [None, 1])], **attrs)
+    with pytest.raises(Exception, match="cycle"):
+        run_numba(model, {"x": X[:5]}, fallback=True)

@@ -53,9 +53,22 @@ def _leaf_of(x, r, node, feature, threshold, mode, true_next, false_next, missin
 
 
 @njit(nogil=True, cache=True)
+def _leaf_leq(x, r, node, feature, threshold, mode, true_next, false_next, missing_true):
+    """``_leaf_of`` for a forest whose splits are all BRANCH_LEQ (most converters' output)."""
+    for _ in range(mode.size + 1):
+        if mode[node] == LEAF:
+            return node
+        v = x[r, feature[node]]
+        go = v <= threshold[node] or (missing_true[node] and v != v)
+        node = true_next[node] if go else false_next[node]
+    return -1
+
+
+@njit(nogil=True, cache=True)
 def forest_scores(x, feature, threshold, mode, true_next, false_next, missing_true, roots,
-                  leaf_start, leaf_target, leaf_weight, members, member_row, how, scores, has):
-    """Fill ``scores`` and ``has`` [rows, targets] for the rows of ``x`` under aggregate ``how``.
+                  leaf_start, leaf_target, leaf_weight, members, member_row, all_leq, how, scores, has):
+    """Fill ``scores`` and ``has`` [rows, targets] for the rows of ``x`` under aggregate ``how``
+    (``all_leq``: every split is BRANCH_LEQ, walked by the shorter loop).
 
     Returns False when some tree has a cycle (no leaf reached).
     """
@@ -66,8 +79,11 @@ def forest_scores(x, feature, threshold, mode, true_next, false_next, missing_tr
             scores[r, t] = 0.0
             has[r, t] = False
         for i in range(trees):
-            leaf = _leaf_of(x, r, roots[i], feature, threshold, mode, true_next, false_next, missing_true,
-                            members, member_row)
+            if all_leq:
+                leaf = _leaf_leq(x, r, roots[i], feature, threshold, mode, true_next, false_next, missing_true)
+            else:
+                leaf = _leaf_of(x, r, roots[i], feature, threshold, mode, true_next, false_next, missing_true,
+                                members, member_row)
             if leaf < 0:
                 return False
             for k in range(leaf_start[leaf], leaf_start[leaf + 1]):

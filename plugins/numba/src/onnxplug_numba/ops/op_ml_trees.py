@@ -51,7 +51,8 @@ class _TreeKernel(NumbaKernel):
                         np.ascontiguousarray(forest.missing_true, dtype=np.bool_),
                         np.ascontiguousarray(forest.roots, dtype=np.int64),
                         self._leaf_start, self._leaf_target, self._leaf_weight,
-                        np.ascontiguousarray(members, dtype=np.float64), np.ascontiguousarray(member_row, np.int64))
+                        np.ascontiguousarray(members, dtype=np.float64), np.ascontiguousarray(member_row, np.int64),
+                        bool(np.isin(forest.mode, (kforest.LEQ, kforest.LEAF)).all()))
         visits = _mean_depth(forest) * max(1, forest.roots.size)
         self._grain = row_grain(_VISIT_WEIGHT * visits)
 
@@ -61,21 +62,23 @@ class _TreeKernel(NumbaKernel):
             x = x.reshape(1, -1)
         elif x.ndim != 2:
             raise ValueError(f"{self.node.op_type}: expected a 1-D or 2-D input, got shape {list(x.shape)}")
-        x = np.ascontiguousarray(x)
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
         n = x.shape[0]
         scores = np.empty((n, self._targets))
         has = np.empty((n, self._targets), dtype=np.bool_)
         arrays = self._arrays
+        if n < 2 * self._grain:
+            if not kforest.forest_scores(x, *arrays, how, scores, has):
+                raise ValueError(f"{self.node.op_type}: a tree has a cycle (no leaf reached)")
+            return scores, has
         failed = []
 
         def rows(lo: int, hi: int) -> None:
             if not kforest.forest_scores(x[lo:hi], *arrays, how, scores[lo:hi], has[lo:hi]):
                 failed.append(lo)
 
-        if n < 2 * self._grain:
-            rows(0, n)
-        else:
-            self.threads.run(rows, n, self._grain)
+        self.threads.run(rows, n, self._grain)
         if failed:
             raise ValueError(f"{self.node.op_type}: a tree has a cycle (no leaf reached)")
         return scores, has
