@@ -8,7 +8,8 @@ subclass that instantiates onnx's reference op once per node (from ``node.to_pro
 
 Ops onnx defines only by a function body are run through that body with the reference
 evaluator; ops whose body depends on input types (context-dependent functions) build it on the
-first call for each input-type signature.
+first call for each input-type signature. Nodes of ops where onnx.reference departs from the spec
+and onnxruntime are rewritten first (:data:`_PROTO_FIXES`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,36 @@ def reference_support(domain: str, op_type: str, opset: int) -> str | None:
     return None
 
 
+def _tfidf_weights_by_column(proto: onnx.NodeProto) -> onnx.NodeProto:
+    """TfIdfVectorizer: the spec and onnxruntime give ``weights[g]`` (n-gram g's weight) to output
+    column ``ngram_indexes[g]``; onnx.reference scales column i by ``weights[i]``. The node is
+    rewritten with the weights scattered to their columns, so the two agree."""
+    attrs = {a.name: a for a in proto.attribute}
+    if "weights" not in attrs or "ngram_indexes" not in attrs:
+        return proto
+    index = np.asarray(attrs["ngram_indexes"].ints, dtype=np.int64)
+    weights = np.asarray(attrs["weights"].floats, dtype=np.float32)
+    if weights.size != index.size:
+        raise ValueError(f"TfIdfVectorizer: {weights.size} weights for {index.size} ngram_indexes (must be equal)")
+    if index.size == 0 or index.min() < 0:
+        return proto
+    by_column = np.zeros(int(index.max()) + 1, dtype=np.float32)
+    by_column[index] = weights
+    fixed = onnx.NodeProto()
+    fixed.CopyFrom(proto)
+    for attr in fixed.attribute:
+        if attr.name == "weights":
+            del attr.floats[:]
+            attr.floats.extend(by_column.tolist())
+    return fixed
+
+
+#: Node rewrites for ops where onnx.reference and onnxruntime disagree, by (domain, op_type).
+_PROTO_FIXES: dict[tuple[str, str], Callable[[onnx.NodeProto], onnx.NodeProto]] = {
+    ("", "TfIdfVectorizer"): _tfidf_weights_by_column,
+}
+
+
 def _opsets(node: Node) -> dict[str, int]:
     """The opset imports the reference op (and evaluators of its subgraphs) must see."""
     for graph in node.subgraphs:
@@ -129,7 +160,9 @@ class ReferenceKernel(NumpyKernel):
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
-        self._proto = node.to_proto()
+        proto = node.to_proto()
+        fix = _PROTO_FIXES.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type))
+        self._proto = fix(proto) if fix else proto
         self._params = _run_params(node)
         self._impl: Any = None
         # Context-dependent bodies depend on input types: built per type signature, under a lock.
