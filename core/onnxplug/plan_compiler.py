@@ -24,6 +24,7 @@ from onnxplug import logs
 from onnxplug.cancellation import check_terminate
 from onnxplug.device import CPU
 from onnxplug.errors import KernelError
+from onnxplug.shape_memo import Memo, memo_steps, own
 
 if TYPE_CHECKING:
     from onnxplug.executor import Plan, Step
@@ -156,7 +157,7 @@ class _GeneratedFunction:
         code = f"def _factory({factory_args}):\n{writer.source()}\n    return {name}\n"
         helpers = {"_copy": copy, "_first": _first, "_outputs": _outputs, "_as_bool": as_bool,
                    "_array": np.array, "_int64": np.dtype(np.int64), "_check_terminate": check_terminate,
-                   "_check_output": check_output, "_check_leaks": check_leaks}
+                   "_check_output": check_output, "_check_leaks": check_leaks, "_own": own}
         exec(compile(code, self.filename, "exec"), helpers, namespace)
         self.function = namespace["_factory"](*writer.closure.values())
         self._code: CodeType = self.function.__code__
@@ -218,8 +219,12 @@ class CompiledPlan(_GeneratedFunction):
         writer.line("def _run(feeds, scope, stats):" if instrumented else "def _run(feeds, scope):", indent=1)
         outer, inputs = set(plan.outer), set(plan.inputs)
         writer.load_reads(lambda value: "scope" if value in outer and value not in inputs else "feeds")
+        if not instrumented:  # a profile shows every step run
+            writer.memo_start(*memo_steps(plan))
         writer.write_steps(indent=2)
-        writer.line(f"return ({writer.tuple_of(plan.outputs.values())})")
+        writer.memo_end()
+        returned = [f"_own({writer.ref(v)})" if v in writer.memo_values else writer.ref(v) for v in plan.outputs.values()]
+        writer.line(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})")
         super().__init__(plan.steps, writer, "_run", copy)
         self.function: PlanFunction
 
@@ -291,6 +296,33 @@ class _Writer:
         self.loaded: set[str] = set()
         self.shared_keys: dict[int, str] = {}  # id of a class or dtype -> its closure variable
         self.read = {n for s in plan.steps for n in (*s.inputs, *s.scope_values) if n} | set(plan.outputs.values())
+        self.memo_indices: set[int] = set()  # steps skipped when the feeds' shapes were seen (shape_memo)
+        self.memo_values: set[Any] = set()  # their outputs
+        self.memo_exported: list[Any] = []  # those other steps read or the plan returns
+
+    def memo_start(self, indices: set[int], exported: set[Any]) -> None:
+        """Key the run by the feeds' shapes and element types, and load the memo values other
+        steps read when the key was seen (``onnxplug.shape_memo``)."""
+        if not indices:
+            return
+        self.memo_indices = indices
+        self.memo_values = {o for i in indices for o in self.plan.steps[i].outputs if o}
+        self.memo_exported = sorted(exported, key=str)
+        feeds = [self.ident(v) for v in self.plan.inputs if v in self.loaded]
+        self.closure["memo"] = Memo()
+        self.line("try:")
+        self.line(f"_mk = ({''.join(f'{f}.shape, {f}.dtype, ' for f in feeds)})", 3)
+        self.line("except AttributeError:")  # a feed that is not a tensor: no key
+        self.line("_mk = None", 3)
+        self.line("_m = None if _mk is None else memo.get(_mk)")
+        if self.memo_exported:
+            self.line("if _m is not None:")
+            self.line(f"{self.tuple_of(self.memo_exported, ident=True)} = _m", 3)
+
+    def memo_end(self) -> None:
+        """Keep this run's memo values when they were computed."""
+        if self.memo_indices:
+            self.line(f"if _m is None and _mk is not None: memo.keep(_mk, ({self.tuple_of(self.memo_exported)}))")
 
     def ident(self, value: str) -> str:
         if value not in self.names:
@@ -340,17 +372,23 @@ class _Writer:
 
     def write_steps(self, indent: int, keep: set[str] = frozenset()) -> None:
         """One call per step, its outputs into locals, then ``del`` of the values it read last
-        (except ``keep``)."""
+        (except ``keep``). Memo steps run only when the run's key was not seen (``if _m is None``)."""
+        in_block = False
         for index, step in enumerate(self.plan.steps):
+            memo = index in self.memo_indices
+            if memo and not in_block:
+                self.line("if _m is None:", indent)
+            in_block = memo
+            ind = indent + 1 if memo else indent
             args = ", ".join(self.ref(n) for n in step.inputs)
             if step.guard is not None:  # refuses before the kernel allocates (onnxplug.allocation_limit)
                 self.closure[f"g{index}"] = step.guard
-                self.line(f"g{index}({args})", indent, index)
+                self.line(f"g{index}({args})", ind, index)
             if self.instrumented:
                 self.closure[f"s{index}"] = step
                 # which inputs are weights: a profile counts them as parameters, not activations
                 self.closure[f"w{index}"] = tuple(n in self.plan.constants for n in step.inputs)
-                self.line(f"t0 = stats.start(s{index}, ({args}{',' if args else ''}), w{index})", indent, index)
+                self.line(f"t0 = stats.start(s{index}, ({args}{',' if args else ''}), w{index})", ind, index)
             if step.kernel is None:  # a copy between devices
                 self.closure[f"s{index}"] = step
                 call = f"_copy(s{index}, {args})"
@@ -368,31 +406,43 @@ class _Writer:
             if tracked:
                 self.closure[f"a{index}"] = step.provider.allocator.allocation_mark
                 self.closure[f"s{index}"] = step
-                self.line(f"m{index} = a{index}()", indent, index)
+                self.line(f"m{index} = a{index}()", ind, index)
             if not targets:  # a step whose outputs nothing reads (kept for its checks)
-                self.line(call, indent, index)
+                self.line(call, ind, index)
             elif len(targets) == 1:
-                self.line(f"{targets[0]} = {call}", indent, index)
+                self.line(f"{targets[0]} = {call}", ind, index)
                 if targets[0] != "_":
                     self.line(f"if {targets[0]}.__class__ is tuple: {targets[0]} = _first({targets[0]})",
-                              indent, index)
+                              ind, index)
             else:
-                self.line(f"{', '.join(targets)}, = _outputs({call}, {len(targets)})", indent, index)
+                self.line(f"{', '.join(targets)}, = _outputs({call}, {len(targets)})", ind, index)
             if step.kernel is not None:
-                self.write_checks(step, index, targets, indent)
+                self.write_checks(step, index, targets, ind)
             if tracked:
                 produced = "".join(t + ", " for t in targets if t != "_")
-                self.line(f"_check_leaks(s{index}, m{index}, ({produced}))", indent, index)
-                self.line(f"del m{index}", indent)
+                self.line(f"_check_leaks(s{index}, m{index}, ({produced}))", ind, index)
+                self.line(f"del m{index}", ind)
             dead = [self.names[n] for n in step.release if n not in keep and (
                 n in self.produced or n in self.loaded or n in self.names and n in self.plan.inputs)]
             if self.instrumented:
                 produced = [t for t in targets if t != "_"]
-                self.line(f"stats.stop(s{index}, t0, ({''.join(t + ', ' for t in produced)}))", indent, index)
+                self.line(f"stats.stop(s{index}, t0, ({''.join(t + ', ' for t in produced)}))", ind, index)
                 if dead:
-                    self.line(f"stats.drop(({''.join(d + ', ' for d in dead)}))", indent, index)
-            if dead:
-                self.line(f"del {', '.join(dead)}", indent)
+                    self.line(f"stats.drop(({''.join(d + ', ' for d in dead)}))", ind, index)
+            if dead and self.memo_values:
+                # memo values others read stay for the run's end (kept then); the rest of a memo
+                # step's values exist only when it ran; other values exist either way
+                inner = [self.names[n] for n in step.release if self.names.get(n) in dead and n in self.memo_values
+                         and n not in self.memo_exported]
+                memo_idents = {self.names.get(v) for v in self.memo_values}
+                outer = [d for d in dead if d not in memo_idents]
+                if inner:
+                    self.line(f"del {', '.join(inner)}", ind)
+                if outer:
+                    self.line(f"del {', '.join(outer)}", indent)
+                    in_block = False
+            elif dead:
+                self.line(f"del {', '.join(dead)}", ind)
 
     def write_checks(self, step: Step, index: int, targets: list[str], indent: int) -> None:
         """One line per checked output: class, dtype identity and rank (or whole static shape);
