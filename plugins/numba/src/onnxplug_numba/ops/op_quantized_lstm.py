@@ -1,0 +1,132 @@
+"""com.microsoft DynamicQuantizeLSTM (onnxruntime's quantization tool's LSTM): int8 or uint8 W
+(D, K, 4H) and R (D, H, 4H), gates (i, o, f, c), scales per direction or per gate column, one
+zero point per direction; computed by kernels/quantized_lstm.py with onnxruntime's quantization.
+
+X is quantized once over all its steps (the range onnxruntime takes in either direction when every
+sequence runs every step), h once per step per block of batch rows: onnxruntime's rows per thread,
+ceil(batch / intra_op_num_threads) where it splits the batch (more than 4 rows, or 2+ with hidden
+size 256 or less), so results follow the session's thread count as onnxruntime's do. The two
+directions, or the blocks of one, run on separate threads. Declined: sequence_lens, peepholes,
+clip, input_forget, other activations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnxplug_sdk import Decline, GraphView, Node
+
+from onnxplug_numba.kernels import quantized_lstm as kq
+from onnxplug_numba.ops._base import NumbaKernel
+from onnxplug_numba.provider import NumbaProvider
+
+_F32 = np.dtype(np.float32)
+_EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
+_DEFAULT_ACTIVATIONS = ["sigmoid", "tanh", "tanh"]
+
+
+def _batch_parallel(batch: int, hidden: int) -> bool:
+    """Whether onnxruntime's LSTM splits the batch rows over its threads."""
+    return batch > 4 or (batch >= 2 and hidden <= 256)
+
+
+@NumbaProvider.kernel("DynamicQuantizeLSTM", domain="com.microsoft")
+class DynamicQuantizeLSTM(NumbaKernel):
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        acts = node.attr("activations")
+        if acts is not None and [a.lower() for a in acts] not in (_DEFAULT_ACTIVATIONS, _DEFAULT_ACTIVATIONS * 2):
+            return Decline("attribute", f"activations {list(acts)} (only Sigmoid, Tanh, Tanh)")
+        if node.attr("activation_alpha") is not None or node.attr("activation_beta") is not None:
+            return Decline("attribute", "activation_alpha or activation_beta is not computed")
+        if node.attr("clip") is not None:
+            return Decline("attribute", "clip is not computed")
+        if node.attr("input_forget", 0):
+            return Decline("attribute", "input_forget=1 is not computed")
+        if node.attr("layout", 0):
+            return Decline("attribute", "layout=1 is not computed")
+        inputs = list(node.inputs) + [""] * (12 - len(node.inputs))
+        if inputs[4]:
+            return Decline("attribute", "a sequence_lens input is not computed")
+        if inputs[7]:
+            return Decline("attribute", "peepholes (input P) are not computed")
+        if not all(inputs[i] for i in (8, 9, 10, 11)):
+            return Decline("attribute", "W_scale, W_zero_point, R_scale and R_zero_point are required")
+        for i in (0, 3, 5, 6, 8, 10):
+            if inputs[i] and view.dtype_of(inputs[i]) != _F32:
+                return Decline("dtype", f"{inputs[i]!r} is {view.dtype_of(inputs[i])}, not float32")
+        for i in (1, 2, 9, 11):
+            if view.dtype_of(inputs[i]) not in _EIGHT_BIT:
+                return Decline("dtype", f"{inputs[i]!r} is {view.dtype_of(inputs[i])}, not int8 or uint8")
+        return True
+
+    def __init__(self, node: Node, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(node, context)
+        self._kept: tuple[tuple[np.ndarray, ...], tuple] | None = None  # type: ignore[type-arg]
+
+    def _weights(self, w: np.ndarray, r: np.ndarray, w_zp: np.ndarray, r_zp: np.ndarray, b: np.ndarray | None,
+                 dirs: int) -> tuple:  # type: ignore[type-arg]
+        """Per direction: W^T and R^T (4H, K) contiguous, their zero points, and B's two halves
+        added (float32); kept across runs when the weights are constant initializers."""
+        key = (w, r, w_zp, r_zp, b)
+        kept = self._kept
+        if kept is not None and all(a is k for a, k in zip(kept[0], key)):
+            return kept[1]
+        wt = [np.ascontiguousarray(w[d].T) for d in range(dirs)]
+        rt = [np.ascontiguousarray(r[d].T) for d in range(dirs)]
+        four = w.shape[2]
+        bias = [np.zeros(four, np.float32) if b is None else
+                np.ascontiguousarray(b[d, :four] + b[d, four:2 * four], dtype=np.float32) for d in range(dirs)]
+        packed = (wt, rt, self._zero_points(w_zp, dirs, "W"), self._zero_points(r_zp, dirs, "R"), bias)
+        names = self.node.inputs
+        if all(names[i] in self.context.constants for i in (1, 2, 9, 11)) and \
+                (not names[3] or names[3] in self.context.constants):
+            self._kept = (key, packed)
+        return packed
+
+    def _zero_points(self, zp: np.ndarray, dirs: int, which: str) -> list[int]:
+        """One zero point per direction, as onnxruntime takes them (per-column ones must agree)."""
+        per = np.asarray(zp).reshape(dirs, -1).astype(np.int32)
+        if (per != per[:, :1]).any():
+            raise ValueError(f"{self.node.describe()}: {which}_zero_point must be one value per direction")
+        return [int(v) for v in per[:, 0]]
+
+    def compute(self, x, w, r, b=None, seq=None, h0=None, c0=None, p=None,  # type: ignore[no-untyped-def]
+                w_scale=None, w_zp=None, r_scale=None, r_zp=None):
+        steps, batch, _ = x.shape
+        dirs, hidden = w.shape[0], r.shape[1]
+        four = 4 * hidden
+        if w.shape[2] != four or r.shape != (dirs, hidden, four) or w.shape[1] != x.shape[2]:
+            raise ValueError(f"{self.node.describe()}: W {list(w.shape)} and R {list(r.shape)} do not fit "
+                             f"{dirs} direction(s) of hidden size {hidden} and input {list(x.shape)}")
+        wt, rt, w_zps, r_zps, bias = self._weights(w, r, w_zp, r_zp, b, dirs)
+        w_scales = np.broadcast_to(np.asarray(w_scale, np.float32).reshape(dirs, -1), (dirs, four))
+        r_scales = np.ascontiguousarray(np.broadcast_to(np.asarray(r_scale, np.float32).reshape(dirs, -1),
+                                                        (dirs, four)))
+        h0 = np.zeros((dirs, batch, hidden), np.float32) if h0 is None else np.ascontiguousarray(h0, np.float32)
+        c0 = np.zeros((dirs, batch, hidden), np.float32) if c0 is None else np.ascontiguousarray(c0, np.float32)
+        # X quantized once: with every sequence running every step, both directions see its values
+        cqx = np.empty((steps * batch, x.shape[2]), np.int16)
+        x_scale = kq.quantize_centered(np.ascontiguousarray(x, np.float32).reshape(-1), cqx.reshape(-1))
+        y = np.empty((steps, dirs, batch, hidden), np.float32)
+        h_out = np.empty((dirs, batch, hidden), np.float32)
+        c_out = np.empty((dirs, batch, hidden), np.float32)
+        block = -(-batch // self.threads.count) if _batch_parallel(batch, hidden) else batch
+        reverse = [False, True] if dirs == 2 else [self.attr("direction", "forward") == "reverse"]
+
+        def projections(d: int) -> np.ndarray:
+            out = np.empty((steps * batch, four), np.float32)
+            kq.input_products(cqx, wt[d], w_zps[d], np.float32(x_scale) * w_scales[d], out)
+            return out.reshape(steps, batch, four)
+
+        def rows(d: int, xw: np.ndarray, lo: int, hi: int) -> None:
+            kq.recurrence(xw, rt[d], r_zps[d], r_scales[d], bias[d], b is not None, h0[d], c0[d], reverse[d],
+                          lo, hi, block, y[:, d], h_out[d], c_out[d])
+
+        blocks = -(-batch // block) if batch else 0
+        if dirs == 1 and blocks > 1 and self.threads.parallel:
+            xw = projections(0)
+            self.threads.run(lambda lo, hi: rows(0, xw, lo * block, min(batch, hi * block)), blocks)
+        elif batch:
+            self.threads.run(lambda lo, hi: [rows(d, projections(d), 0, batch) for d in range(lo, hi)], dirs,
+                             spread=True)
+        return y, h_out, c_out
