@@ -1,12 +1,14 @@
 """Element types that onnx shape inference leaves unknown: it stops at onnxruntime's contrib ops
-(``com.microsoft``, no schema in onnx), so every value after a SkipLayerNormalization or a
-MatMulNBits is untyped and providers that check element types decline the rest of the model.
+(``com.microsoft``, no schema in onnx) and types few outputs of ``ai.onnx.ml`` ops, so values after
+a SkipLayerNormalization, a MatMulNBits or a classifier's scores are untyped and providers that
+check element types decline the rest of the model.
 
 In graph order, a contrib op's outputs take the element type its definition gives them (that of
-an input, or a fixed one), and a standard op's outputs take the element type its schema binds:
-a type parameter shared with a typed input, or one allowed type. Only element types are filled
-(the rank stays unknown); an op whose output type an attribute chooses, or that has subgraphs,
-is left alone.
+an input, or a fixed one); a standard or ``ai.onnx.ml`` op's outputs take the element type its
+schema binds: a type parameter shared with a typed input, or one allowed type. ``ai.onnx.ml``
+outputs whose type an attribute chooses (a classifier's label, LabelEncoder's output, ...) follow
+the ONNX-ML spec (:mod:`onnxplug.ir.ml_types`); a standard op whose output type an attribute
+chooses, or any op with subgraphs, is left alone. Only element types are filled, not ranks.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from onnx import TensorProto, defs
 
 from onnxplug.ir.graph import Graph, Node, ValueInfo
+from onnxplug.ir.ml_types import ML_DOMAIN, ml_output_types
 from onnxplug.ir.types import ValueType
 
 #: com.microsoft ops: output index -> the input index whose element type it has, or a fixed type.
@@ -66,6 +69,9 @@ def _elem(graph: Graph, name: str) -> int:
 
 def _output_types(graph: Graph, node: Node) -> dict[int, int]:
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    if domain == ML_DOMAIN:
+        chosen = ml_output_types(node, lambda name: graph.type_of(name) if name else None)
+        return {**_schema_types(graph, node, domain), **chosen}
     if domain == _CONTRIB_DOMAIN:
         found = {}
         for out, source in _CONTRIB.get(node.op_type, {}).items():
@@ -76,8 +82,13 @@ def _output_types(graph: Graph, node: Node) -> dict[int, int]:
         return found
     if domain or _TYPE_ATTRIBUTES & set(node.attributes):
         return {}
+    return _schema_types(graph, node, domain)
+
+
+def _schema_types(graph: Graph, node: Node, domain: str) -> dict[int, int]:
+    """Output element types ``node``'s schema binds: shared with a typed input, or the one allowed."""
     try:
-        schema = defs.get_schema(node.op_type, node.opset or 1, "")
+        schema = defs.get_schema(node.op_type, node.opset or 1, domain)
     except defs.SchemaError:
         return {}
     bound: dict[str, int] = {}
