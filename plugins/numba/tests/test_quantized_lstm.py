@@ -1,8 +1,9 @@
 """com.microsoft DynamicQuantizeLSTM on the numba provider against onnxruntime: directions,
 initial states, bias, per-direction and per-column scales, int8 and uint8 weights, batches split
 over thread counts as onnxruntime's, one step, a model from onnxruntime's quantize_dynamic, and the
-attributes it leaves to the numpy provider. The integer products are exact and the float steps are
-onnxruntime's, so outputs are compared bit for bit."""
+attributes it leaves to the numpy provider; the products with AVX-512 VNNI (where the CPU has it)
+and without. The integer products are exact and the float steps are onnxruntime's, so outputs are
+compared bit for bit."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from numba_test_helpers import run_numba
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxplug as ort
+from onnxplug_numba.kernels import vnni
 
 OUTPUTS = ["y", "y_h", "y_c"]
 
@@ -60,6 +62,14 @@ def _model(rng, direction="bidirectional", steps=5, batch=3, inputs=6, hidden=4,
     return model, feeds
 
 
+@pytest.fixture(params=["vnni", "int16 pairs"])
+def products(request, monkeypatch):  # type: ignore[no-untyped-def]
+    """Kernels made in the test use VNNI products (skipped on CPUs without) or the portable ones."""
+    if request.param == "vnni" and not vnni.AVAILABLE:
+        pytest.skip("the CPU has no AVX-512 VNNI")
+    monkeypatch.setattr(vnni, "AVAILABLE", request.param == "vnni")
+
+
 def _onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], threads: int) -> list[np.ndarray]:
     import onnxruntime
 
@@ -83,38 +93,38 @@ def _assert_same(model: onnx.ModelProto, feeds: dict[str, np.ndarray], threads: 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("w_type", [np.int8, np.uint8])
 @pytest.mark.parametrize("per_column", [False, True])
-def test_directions_weight_types_and_scales(rng, direction, w_type, per_column):
+def test_directions_weight_types_and_scales(products, rng, direction, w_type, per_column):
     _assert_same(*_model(rng, direction, w_type=w_type, per_column=per_column))
 
 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("bias, states", [(False, False), (True, False), (False, True)])
-def test_without_bias_or_initial_states(rng, direction, bias, states):
+def test_without_bias_or_initial_states(products, rng, direction, bias, states):
     _assert_same(*_model(rng, direction, bias=bias, states=states))
 
 
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
 @pytest.mark.parametrize("steps, batch", [(1, 1), (1, 4), (9, 1)])
-def test_one_step_and_one_row(rng, direction, steps, batch):
+def test_one_step_and_one_row(products, rng, direction, steps, batch):
     _assert_same(*_model(rng, direction, steps=steps, batch=batch, inputs=11, hidden=24))
 
 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("batch, hidden", [(3, 4), (7, 20), (6, 260), (2, 260), (4, 260)])
-def test_h_quantized_per_block_of_rows_as_onnxruntimes_threads(rng, direction, threads, batch, hidden):
+def test_h_quantized_per_block_of_rows_as_onnxruntimes_threads(products, rng, direction, threads, batch, hidden):
     """onnxruntime splits the batch over its threads (more than 4 rows, or 2+ with hidden size 256
     or less) and quantizes each thread's rows of h apart: (6, 260) on 2 threads is two blocks of 3
     rows, (2, 260) and (4, 260) one block of the whole batch."""
     _assert_same(*_model(rng, direction, steps=4, batch=batch, inputs=9, hidden=hidden), threads=threads)
 
 
-def test_large_hidden_and_input(rng):
+def test_large_hidden_and_input(products, rng):
     """Hidden 512 and input 512 as the OCR model of the ddddocr wheel: sums of 512 products."""
     _assert_same(*_model(rng, "bidirectional", steps=6, batch=1, inputs=512, hidden=512))
 
 
-def test_weights_computed_by_the_graph(rng):
+def test_weights_computed_by_the_graph(products, rng):
     """W and R from Identity nodes (not initializers): prepared again each run."""
     model, feeds = _model(rng, "bidirectional")
     graph = model.graph
@@ -184,3 +194,24 @@ def test_declined_attributes_are_named_and_left_to_numpy(rng, attrs, extra, word
     assert [a.provider for a in session.get_node_assignments()] == ["numpy"]
     for a, e in zip(session.run(None, feeds), _onnxruntime(model, feeds, 1)):
         np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(not vnni.AVAILABLE, reason="the CPU has no AVX-512 VNNI")
+@pytest.mark.parametrize("k, n", [(1, 1), (3, 64), (13, 70), (64, 200), (515, 130)])
+def test_vnni_row_product_pads_rows_and_columns(rng, k, n):
+    """uint8 x int8 sums of any K and N (packing pads both) against numpy's int64 product."""
+    from numba import njit
+
+    @njit
+    def product(q, packed, acc):  # type: ignore[no-untyped-def]
+        vnni.row_product(q, packed, acc)
+
+    s = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    packed, colsum = vnni.pack(s)
+    q = np.zeros(packed.shape[1] * 4, np.uint8)
+    q[:k] = rng.integers(0, 256, k)
+    acc = np.full(colsum.size, 7, np.int32)
+    product(q, packed, acc)
+    np.testing.assert_array_equal(acc[:n], q[:k].astype(np.int64) @ s.astype(np.int64))
+    np.testing.assert_array_equal(acc[n:], 0)
+    np.testing.assert_array_equal(colsum[:n], s.sum(axis=0))

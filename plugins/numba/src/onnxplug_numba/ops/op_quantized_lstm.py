@@ -16,6 +16,7 @@ import numpy as np
 from onnxplug_sdk import Decline, GraphView, Node
 
 from onnxplug_numba.kernels import quantized_lstm as kq
+from onnxplug_numba.kernels import vnni
 from onnxplug_numba.ops._base import NumbaKernel
 from onnxplug_numba.provider import NumbaProvider
 
@@ -61,27 +62,39 @@ class DynamicQuantizeLSTM(NumbaKernel):
 
     def __init__(self, node: Node, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(node, context)
+        self.vnni = vnni.AVAILABLE
         self._kept: tuple[tuple[np.ndarray, ...], tuple] | None = None  # type: ignore[type-arg]
 
     def _weights(self, w: np.ndarray, r: np.ndarray, w_zp: np.ndarray, r_zp: np.ndarray, b: np.ndarray | None,
                  dirs: int) -> tuple:  # type: ignore[type-arg]
-        """Per direction: W^T and R^T (4H, K) contiguous, their zero points, and B's two halves
-        added (float32); kept across runs when the weights are constant initializers."""
+        """Per direction: W and R in the products' form (:meth:`_matrix`) and B's two halves added
+        (float32); kept across runs when the weights are constant initializers."""
         key = (w, r, w_zp, r_zp, b)
         kept = self._kept
         if kept is not None and all(a is k for a, k in zip(kept[0], key)):
             return kept[1]
-        wt = [np.ascontiguousarray(w[d].T) for d in range(dirs)]
-        rt = [np.ascontiguousarray(r[d].T) for d in range(dirs)]
+        w_zps, r_zps = self._zero_points(w_zp, dirs, "W"), self._zero_points(r_zp, dirs, "R")
         four = w.shape[2]
         bias = [np.zeros(four, np.float32) if b is None else
                 np.ascontiguousarray(b[d, :four] + b[d, four:2 * four], dtype=np.float32) for d in range(dirs)]
-        packed = (wt, rt, self._zero_points(w_zp, dirs, "W"), self._zero_points(r_zp, dirs, "R"), bias)
+        packed = ([self._matrix(w[d], w_zps[d]) for d in range(dirs)],
+                  [self._matrix(r[d], r_zps[d]) for d in range(dirs)], bias)
         names = self.node.inputs
         if all(names[i] in self.context.constants for i in (1, 2, 9, 11)) and \
                 (not names[3] or names[3] in self.context.constants):
             self._kept = (key, packed)
         return packed
+
+    def _matrix(self, m: np.ndarray, zero_point: int) -> tuple:  # type: ignore[type-arg]
+        """(K, 4H) 8-bit weights for the products: with VNNI, as int8 (uint8 shifted by -128, and
+        its zero point with it) packed, with column sums and zero point; else transposed, with
+        its zero point."""
+        if not self.vnni:
+            return np.ascontiguousarray(m.T), zero_point
+        if m.dtype == np.uint8:
+            m, zero_point = (m.astype(np.int16) - 128).astype(np.int8), zero_point - 128
+        packed, colsum = vnni.pack(m)
+        return packed, colsum, zero_point
 
     def _zero_points(self, zp: np.ndarray, dirs: int, which: str) -> list[int]:
         """One zero point per direction, as onnxruntime takes them (per-column ones must agree)."""
@@ -98,15 +111,20 @@ class DynamicQuantizeLSTM(NumbaKernel):
         if w.shape[2] != four or r.shape != (dirs, hidden, four) or w.shape[1] != x.shape[2]:
             raise ValueError(f"{self.node.describe()}: W {list(w.shape)} and R {list(r.shape)} do not fit "
                              f"{dirs} direction(s) of hidden size {hidden} and input {list(x.shape)}")
-        wt, rt, w_zps, r_zps, bias = self._weights(w, r, w_zp, r_zp, b, dirs)
+        wm, rm, bias = self._weights(w, r, w_zp, r_zp, b, dirs)
         w_scales = np.broadcast_to(np.asarray(w_scale, np.float32).reshape(dirs, -1), (dirs, four))
         r_scales = np.ascontiguousarray(np.broadcast_to(np.asarray(r_scale, np.float32).reshape(dirs, -1),
                                                         (dirs, four)))
         h0 = np.zeros((dirs, batch, hidden), np.float32) if h0 is None else np.ascontiguousarray(h0, np.float32)
         c0 = np.zeros((dirs, batch, hidden), np.float32) if c0 is None else np.ascontiguousarray(c0, np.float32)
         # X quantized once: with every sequence running every step, both directions see its values
-        cqx = np.empty((steps * batch, x.shape[2]), np.int16)
-        x_scale = kq.quantize_centered(np.ascontiguousarray(x, np.float32).reshape(-1), cqx.reshape(-1))
+        flat = np.ascontiguousarray(x, np.float32).reshape(steps * batch, -1)
+        if self.vnni:
+            qx = np.zeros((steps * batch, wm[0][0].shape[1] * 4), np.uint8)
+            x_scale, x_zp = kq.quantize_rows(flat, qx)
+        else:
+            cqx = np.empty(flat.shape, np.int16)
+            x_scale = kq.quantize_centered(flat.reshape(-1), cqx.reshape(-1))
         y = np.empty((steps, dirs, batch, hidden), np.float32)
         h_out = np.empty((dirs, batch, hidden), np.float32)
         c_out = np.empty((dirs, batch, hidden), np.float32)
@@ -115,12 +133,17 @@ class DynamicQuantizeLSTM(NumbaKernel):
 
         def projections(d: int) -> np.ndarray:
             out = np.empty((steps * batch, four), np.float32)
-            kq.input_products(cqx, wt[d], w_zps[d], np.float32(x_scale) * w_scales[d], out)
+            mult = np.float32(x_scale) * w_scales[d]
+            if self.vnni:
+                kq.input_products_vnni(qx, flat.shape[1], x_zp, *wm[d], mult, out)
+            else:
+                kq.input_products(cqx, *wm[d], mult, out)
             return out.reshape(steps, batch, four)
 
         def rows(d: int, xw: np.ndarray, lo: int, hi: int) -> None:
-            kq.recurrence(xw, rt[d], r_zps[d], r_scales[d], bias[d], b is not None, h0[d], c0[d], reverse[d],
-                          lo, hi, block, y[:, d], h_out[d], c_out[d])
+            run = kq.recurrence_vnni if self.vnni else kq.recurrence
+            run(xw, *rm[d], r_scales[d], bias[d], b is not None, h0[d], c0[d], reverse[d], lo, hi, block,
+                y[:, d], h_out[d], c_out[d])
 
         blocks = -(-batch // block) if batch else 0
         if dirs == 1 and blocks > 1 and self.threads.parallel:
