@@ -112,10 +112,16 @@ def test_one_step_and_one_row(products, rng, direction, steps, batch):
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("batch, hidden", [(3, 4), (7, 20), (6, 260), (2, 260), (4, 260)])
-def test_h_quantized_per_block_of_rows_as_onnxruntimes_threads(products, rng, direction, threads, batch, hidden):
+@pytest.mark.parametrize("threaded", [False, True])
+def test_h_quantized_per_block_of_rows_as_onnxruntimes_threads(products, rng, monkeypatch, direction, threads, batch,
+                                                                hidden, threaded):
     """onnxruntime splits the batch over its threads (more than 4 rows, or 2+ with hidden size 256
     or less) and quantizes each thread's rows of h apart: (6, 260) on 2 threads is two blocks of 3
-    rows, (2, 260) and (4, 260) one block of the whole batch."""
+    rows, (2, 260) and (4, 260) one block of the whole batch. The blocks and directions run on the
+    calling thread (small products) or on the session's threads."""
+    from onnxplug_numba.ops import op_quantized_lstm
+
+    monkeypatch.setattr(op_quantized_lstm, "THREADED_MIN_MACS", 0 if threaded else 1 << 62)
     _assert_same(*_model(rng, direction, steps=4, batch=batch, inputs=9, hidden=hidden), threads=threads)
 
 

@@ -25,6 +25,12 @@ _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 _DEFAULT_ACTIVATIONS = ["sigmoid", "tanh", "tanh"]
 
 
+#: Multiply-adds of one direction's products from which the directions (or batch blocks) go to
+#: separate threads: a hand-off to a pool thread costs more than a smaller recurrence
+#: (docs/benchmarks.md, "Measurements behind design choices").
+THREADED_MIN_MACS = 1 << 24
+
+
 def _batch_parallel(batch: int, hidden: int) -> bool:
     """Whether onnxruntime's LSTM splits the batch rows over its threads."""
     return batch > 4 or (batch >= 2 and hidden <= 256)
@@ -65,22 +71,25 @@ class DynamicQuantizeLSTM(NumbaKernel):
         self.vnni = vnni.AVAILABLE
         self._kept: tuple[tuple[np.ndarray, ...], tuple] | None = None  # type: ignore[type-arg]
 
-    def _weights(self, w: np.ndarray, r: np.ndarray, w_zp: np.ndarray, r_zp: np.ndarray, b: np.ndarray | None,
-                 dirs: int) -> tuple:  # type: ignore[type-arg]
-        """Per direction: W and R in the products' form (:meth:`_matrix`) and B's two halves added
-        (float32); kept across runs when the weights are constant initializers."""
-        key = (w, r, w_zp, r_zp, b)
+    def _weights(self, w: np.ndarray, r: np.ndarray, b: np.ndarray | None, w_scale: np.ndarray, w_zp: np.ndarray,
+                 r_scale: np.ndarray, r_zp: np.ndarray) -> tuple:  # type: ignore[type-arg]
+        """Per direction: W and R in the products' form (:meth:`_matrix`), B's two halves added,
+        and the scales per gate column (float32); kept across runs when all are constant
+        initializers."""
+        key = (w, r, b, w_scale, w_zp, r_scale, r_zp)
         kept = self._kept
         if kept is not None and all(a is k for a, k in zip(kept[0], key)):
             return kept[1]
+        dirs, four = w.shape[0], w.shape[2]
         w_zps, r_zps = self._zero_points(w_zp, dirs, "W"), self._zero_points(r_zp, dirs, "R")
-        four = w.shape[2]
         bias = [np.zeros(four, np.float32) if b is None else
                 np.ascontiguousarray(b[d, :four] + b[d, four:2 * four], dtype=np.float32) for d in range(dirs)]
         packed = ([self._matrix(w[d], w_zps[d]) for d in range(dirs)],
-                  [self._matrix(r[d], r_zps[d]) for d in range(dirs)], bias)
+                  [self._matrix(r[d], r_zps[d]) for d in range(dirs)], bias,
+                  *[np.ascontiguousarray(np.broadcast_to(np.asarray(s, np.float32).reshape(dirs, -1), (dirs, four)))
+                    for s in (w_scale, r_scale)])
         names = self.node.inputs
-        if all(names[i] in self.context.constants for i in (1, 2, 9, 11)) and \
+        if all(names[i] in self.context.constants for i in (1, 2, 8, 9, 10, 11)) and \
                 (not names[3] or names[3] in self.context.constants):
             self._kept = (key, packed)
         return packed
@@ -111,10 +120,7 @@ class DynamicQuantizeLSTM(NumbaKernel):
         if w.shape[2] != four or r.shape != (dirs, hidden, four) or w.shape[1] != x.shape[2]:
             raise ValueError(f"{self.node.describe()}: W {list(w.shape)} and R {list(r.shape)} do not fit "
                              f"{dirs} direction(s) of hidden size {hidden} and input {list(x.shape)}")
-        wm, rm, bias = self._weights(w, r, w_zp, r_zp, b, dirs)
-        w_scales = np.broadcast_to(np.asarray(w_scale, np.float32).reshape(dirs, -1), (dirs, four))
-        r_scales = np.ascontiguousarray(np.broadcast_to(np.asarray(r_scale, np.float32).reshape(dirs, -1),
-                                                        (dirs, four)))
+        wm, rm, bias, w_scales, r_scales = self._weights(w, r, b, w_scale, w_zp, r_scale, r_zp)
         h0 = np.zeros((dirs, batch, hidden), np.float32) if h0 is None else np.ascontiguousarray(h0, np.float32)
         c0 = np.zeros((dirs, batch, hidden), np.float32) if c0 is None else np.ascontiguousarray(c0, np.float32)
         # X quantized once: with every sequence running every step, both directions see its values
@@ -146,7 +152,11 @@ class DynamicQuantizeLSTM(NumbaKernel):
                 y[:, d], h_out[d], c_out[d])
 
         blocks = -(-batch // block) if batch else 0
-        if dirs == 1 and blocks > 1 and self.threads.parallel:
+        threaded = self.threads.parallel and steps * batch * four * (x.shape[2] + hidden) >= THREADED_MIN_MACS
+        if not threaded:
+            for d in range(dirs):
+                rows(d, projections(d), 0, batch)
+        elif dirs == 1 and blocks > 1:
             xw = projections(0)
             self.threads.run(lambda lo, hi: rows(0, xw, lo * block, min(batch, hi * block)), blocks)
         elif batch:
