@@ -54,20 +54,20 @@ class BiasGelu(_FloatKernel):
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
-        self._runners: dict[tuple[str, bool], ElementwiseRunner] = {}
+        self._runners: dict[tuple[np.dtype, bool], ElementwiseRunner] = {}
         self.approximate = self.attr("approximate", "none")
 
     def compute(self, x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-        t = x.dtype.name
-        runner = self._runners.get((t, bias is None))
+        runner = self._runners.get((x.dtype, bias is None))  # dtype objects: .name is computed each time
         if runner is None:
+            t = x.dtype.name
             gelu = (("approximate", self.approximate),)
             if bias is None:
                 program = Program(("x",), (t,), (Step("Gelu", ("x",), "y", t, gelu),), ("y",))
             else:
                 steps = (Step("Add", ("x", "b"), "s", t), Step("Gelu", ("s",), "y", t, gelu))
                 program = Program(("x", "b"), (t, t), steps, ("y",))
-            runner = self._runners[(t, bias is None)] = ElementwiseRunner(program, self.threads)
+            runner = self._runners[(x.dtype, bias is None)] = ElementwiseRunner(program, self.threads)
         return runner(x)[0] if bias is None else runner(x, bias)[0]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnxplug_sdk import Decline, GraphView, Node, numpy_dtype, onnx_type_name
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node, numpy_dtype, onnx_type_name
 
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import PLAIN_DTYPES, FLOAT_TYPES, HostKernel, NumbaKernel, row_grain, all_present_same
@@ -33,8 +33,12 @@ class Cast(HostKernel):
             return Decline("dtype", f"a cast to {onnx_type_name(int(node.attr('to')))}")
         return super().supports(node, view)
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.target = numpy_dtype(int(self.attr("to")))
+
     def compute(self, x: np.ndarray) -> np.ndarray:
-        return x.astype(numpy_dtype(int(self.attr("to"))))
+        return x.astype(self.target)
 
 
 @op("CastLike", 15)
