@@ -203,21 +203,23 @@ def test_declined_attributes_are_named_and_left_to_numpy(rng, attrs, extra, word
 
 
 @pytest.mark.skipif(not vnni.AVAILABLE, reason="the CPU has no AVX-512 VNNI")
+@pytest.mark.parametrize("rows", [1, 3, 4, 9])
 @pytest.mark.parametrize("k, n", [(1, 1), (3, 64), (13, 70), (64, 200), (515, 130)])
-def test_vnni_row_product_pads_rows_and_columns(rng, k, n):
-    """uint8 x int8 sums of any K and N (packing pads both) against numpy's int64 product."""
+def test_vnni_product_pads_rows_and_columns(rng, rows, k, n):
+    """uint8 x int8 sums of any K and N (packing pads both) and rows in fours and ones, against
+    numpy's int64 product."""
     from numba import njit
 
     @njit
     def product(q, packed, acc):  # type: ignore[no-untyped-def]
-        vnni.row_product(q, packed, acc)
+        vnni.product(q, packed, acc)
 
     s = rng.integers(-128, 128, (k, n)).astype(np.int8)
     packed, colsum = vnni.pack(s)
-    q = np.zeros(packed.shape[1] * 4, np.uint8)
-    q[:k] = rng.integers(0, 256, k)
-    acc = np.full(colsum.size, 7, np.int32)
+    q = np.zeros((rows, packed.shape[1] * 4), np.uint8)
+    q[:, :k] = rng.integers(0, 256, (rows, k))
+    acc = np.full((rows, colsum.size), 7, np.int32)
     product(q, packed, acc)
-    np.testing.assert_array_equal(acc[:n], q[:k].astype(np.int64) @ s.astype(np.int64))
-    np.testing.assert_array_equal(acc[n:], 0)
+    np.testing.assert_array_equal(acc[:, :n], q[:, :k].astype(np.int64) @ s.astype(np.int64))
+    np.testing.assert_array_equal(acc[:, n:], 0)
     np.testing.assert_array_equal(colsum[:n], s.sum(axis=0))

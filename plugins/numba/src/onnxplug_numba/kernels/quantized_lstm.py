@@ -96,15 +96,18 @@ def _row_product(a, wt, w_zero_point, acc):  # type: ignore[no-untyped-def]
 
 
 @njit(inline="always", cache=True)
-def _vnni_product(q, k, zq, packed, colsum, zs, acc):  # type: ignore[no-untyped-def]
-    """acc[n] = sum_k (q[k] - zq) * (s[k, n] - zs): q uint8 (K padded), s the packed int8 weights."""
-    vnni.row_product(q, packed, acc)
-    total = 0
-    for j in range(k):
-        total += np.int64(q[j])
-    base = k * zq * zs - zs * total
-    for c in range(acc.size):
-        acc[c] = np.int32(np.int64(acc[c]) + base - zq * np.int64(colsum[c]))
+def _vnni_products(q, k, zq, packed, colsum, zs, acc):  # type: ignore[no-untyped-def]
+    """acc[r, n] = sum_k (q[r, k] - zq) * (s[k, n] - zs): q uint8 (rows, K padded), s the packed
+    int8 weights (kernels/vnni.py), acc (rows, columns padded)."""
+    vnni.product(q, packed, acc)
+    for r in range(q.shape[0]):
+        total = 0
+        for j in range(k):
+            total += np.int64(q[r, j])
+        base = k * zq * zs - zs * total
+        a = acc[r]
+        for c in range(a.size):
+            a[c] = np.int32(np.int64(a[c]) + base - zq * np.int64(colsum[c]))
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
@@ -120,17 +123,25 @@ def input_products(cqx, wt, w_zero_point, mult, out):  # type: ignore[no-untyped
             o[n] = np.float32(acc[n]) * mult[n]
 
 
+#: Input rows per VNNI product call (bounds the int32 sums kept at once).
+_CHUNK = 64
+
+
 @njit(nogil=True, error_model="numpy", cache=True)
 def input_products_vnni(qx, k, zq, packed, colsum, zs, mult, out):  # type: ignore[no-untyped-def]
     """:func:`input_products` on raw quantized inputs ``qx`` (rows, K padded) with zero point ``zq``
     and packed int8 weights ``s`` (kernels/vnni.py) with zero point ``zs``."""
-    four = out.shape[1]
-    acc = np.empty(colsum.size, dtype=np.int32)
-    for r in range(qx.shape[0]):
-        _vnni_product(qx[r], k, zq, packed, colsum, zs, acc)
-        o = out[r]
-        for n in range(four):
-            o[n] = np.float32(acc[n]) * mult[n]
+    rows, four = qx.shape[0], out.shape[1]
+    acc = np.empty((min(rows, _CHUNK), colsum.size), dtype=np.int32)
+    for lo in range(0, rows, _CHUNK):
+        hi = min(rows, lo + _CHUNK)
+        part = acc[:hi - lo]
+        _vnni_products(qx[lo:hi], k, zq, packed, colsum, zs, part)
+        for r in range(hi - lo):
+            a = part[r]
+            o = out[lo + r]
+            for n in range(four):
+                o[n] = np.float32(a[n]) * mult[n]
 
 
 @njit(inline="always", cache=True)
@@ -197,7 +208,6 @@ def recurrence_vnni(xw, packed, colsum, zs, r_scale, bias, has_bias, h0, c0, rev
     """:func:`recurrence` with R as packed int8 (kernels/vnni.py), its column sums and zero point."""
     steps, four = xw.shape[0], xw.shape[2]
     hidden = four // 4
-    acc = np.empty(colsum.size, dtype=np.int32)
     mult = np.empty(four, dtype=np.float32)
     g = np.empty(four, dtype=np.float32)
     padded = packed.shape[1] * 4
@@ -206,6 +216,7 @@ def recurrence_vnni(xw, packed, colsum, zs, r_scale, bias, has_bias, h0, c0, rev
         h = np.empty((rows, hidden), dtype=np.float32)
         c = np.empty((rows, hidden), dtype=np.float32)
         q = np.zeros((rows, padded), dtype=np.uint8)
+        acc = np.empty((rows, colsum.size), dtype=np.int32)
         for r in range(rows):
             h[r] = h0[start + r]
             c[r] = c0[start + r]
@@ -214,9 +225,9 @@ def recurrence_vnni(xw, packed, colsum, zs, r_scale, bias, has_bias, h0, c0, rev
             scale, zq = quantize_rows(h, q)
             for n in range(four):
                 mult[n] = scale * r_scale[n]
+            _vnni_products(q, hidden, zq, packed, colsum, zs, acc)
             for r in range(rows):
-                _vnni_product(q[r], hidden, zq, packed, colsum, zs, acc)
-                _cell(xw[t, start + r], acc, mult, bias, has_bias, g, c[r], y[t, start + r])
+                _cell(xw[t, start + r], acc[r], mult, bias, has_bias, g, c[r], y[t, start + r])
             for r in range(rows):
                 h[r] = y[t, start + r]
         for r in range(rows):

@@ -2,8 +2,9 @@
 added into each 32-bit lane per instruction), for CPUs that have it (``AVAILABLE``).
 
 The int8 right operand (K, N) is packed once into groups of 64 columns: (N/64, K/4, 64, 4),
-zero-padded, so one step of the inner loop broadcasts four left-operand bytes and multiplies them
-into four vectors of 16 columns (four independent sums, which hides the instruction's latency).
+zero-padded, so one step of the inner loop broadcasts four bytes of each of up to 4 left-operand
+rows and multiplies them into four vectors of 16 columns (independent sums, which hide the
+instruction's latency; the weights are loaded once for all the rows).
 The sums wrap modulo 2**32 like the hardware's, so callers' corrections for zero points are exact
 wherever the true result fits int32.
 """
@@ -36,54 +37,89 @@ def _available() -> bool:
 AVAILABLE = _available()
 
 
-@intrinsic
-def _dot_group(typingctx, acc, a, w, w_offset, k4):  # type: ignore[no-untyped-def]
-    """acc[0:64] = sum over j < k4 of a[4j:4j+4] . w[w_offset + 256j:][column, 0:4] per column;
-    acc int32, a uint8, w (flat packed) int8, all contiguous."""
-    sig = types.void(acc, a, w, types.intp, types.intp)
+def _dot_groups(rows: int):  # type: ignore[no-untyped-def]
+    """The intrinsic for ``rows`` left-operand rows at once (each weight vector loaded once for
+    all of them): acc[row + i, col:col + 64] = sum over j < k4 of a[a_row + i, 4j:4j+4] .
+    w[w_offset + 256j:][column, 0:4] per column; acc int32 and a uint8 2-D with contiguous rows,
+    w the flat packed int8."""
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        acc_data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        a_data = context.make_array(signature.args[1])(context, builder, args[1]).data
-        w_data = context.make_array(signature.args[2])(context, builder, args[2]).data
-        i32, i8 = ir.IntType(32), ir.IntType(8)
-        vec, bytes_ = ir.VectorType(i32, LANES), ir.VectorType(i8, 4 * LANES)
-        dpbusd = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec, bytes_, bytes_]),
-                                                "llvm.x86.avx512.vpdpbusd.512")
-        sums = [cgutils.alloca_once_value(builder, ir.Constant(vec, None)) for _ in range(GROUP)]
-        a_words = builder.bitcast(a_data, i32.as_pointer())
-        w_base = builder.gep(w_data, [args[3]])
-        with cgutils.for_range(builder, args[4]) as loop:
-            j = loop.index
-            word = builder.load(builder.gep(a_words, [j]), align=1)
-            spread = builder.insert_element(ir.Constant(vec, ir.Undefined), word, ir.Constant(i32, 0))
-            spread = builder.bitcast(builder.shuffle_vector(spread, ir.Constant(vec, ir.Undefined),
-                                                            ir.Constant(vec, [0] * LANES)), bytes_)
-            step = builder.mul(j, ir.Constant(j.type, 4 * COLUMNS))
-            for g in range(GROUP):
-                at = builder.gep(w_base, [builder.add(step, ir.Constant(j.type, 4 * LANES * g))])
-                weights = builder.load(builder.bitcast(at, bytes_.as_pointer()), align=1)
-                builder.store(builder.call(dpbusd, [builder.load(sums[g]), spread, weights]), sums[g])
-        out = builder.bitcast(acc_data, vec.as_pointer())
-        for g in range(GROUP):
-            builder.store(builder.load(sums[g]), builder.gep(out, [ir.Constant(i32, g)]), align=4)
-        return context.get_dummy_value()
+    @intrinsic
+    def dot(typingctx, acc, row, col, a, a_row, w, w_offset, k4):  # type: ignore[no-untyped-def]
+        sig = types.void(acc, types.intp, types.intp, a, types.intp, w, types.intp, types.intp)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            acc_arr = context.make_array(signature.args[0])(context, builder, args[0])
+            a_arr = context.make_array(signature.args[3])(context, builder, args[3])
+            w_data = context.make_array(signature.args[5])(context, builder, args[5]).data
+            i32, i8 = ir.IntType(32), ir.IntType(8)
+            vec, bytes_ = ir.VectorType(i32, LANES), ir.VectorType(i8, 4 * LANES)
+            dpbusd = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec, bytes_, bytes_]),
+                                                    "llvm.x86.avx512.vpdpbusd.512")
+            acc_stride = cgutils.unpack_tuple(builder, acc_arr.strides, 2)[0]
+            a_stride = cgutils.unpack_tuple(builder, a_arr.strides, 2)[0]
+            acc_bytes = builder.bitcast(acc_arr.data, i8.as_pointer())
+            a_bytes = builder.bitcast(a_arr.data, i8.as_pointer())
+            col_bytes = builder.mul(args[2], ir.Constant(args[2].type, 4))
+            outs, words = [], []
+            for i in range(rows):
+                acc_at = builder.add(builder.mul(builder.add(args[1], ir.Constant(args[1].type, i)), acc_stride),
+                                     col_bytes)
+                outs.append(builder.bitcast(builder.gep(acc_bytes, [acc_at]), vec.as_pointer()))
+                a_at = builder.mul(builder.add(args[4], ir.Constant(args[4].type, i)), a_stride)
+                words.append(builder.bitcast(builder.gep(a_bytes, [a_at]), i32.as_pointer()))
+            sums = [[cgutils.alloca_once_value(builder, ir.Constant(vec, None)) for _ in range(GROUP)]
+                    for _ in range(rows)]
+            w_base = builder.gep(w_data, [args[6]])
+            with cgutils.for_range(builder, args[7]) as loop:
+                j = loop.index
+                step = builder.mul(j, ir.Constant(j.type, 4 * COLUMNS))
+                weights = []
+                for g in range(GROUP):
+                    at = builder.gep(w_base, [builder.add(step, ir.Constant(j.type, 4 * LANES * g))])
+                    weights.append(builder.load(builder.bitcast(at, bytes_.as_pointer()), align=1))
+                for i in range(rows):
+                    word = builder.load(builder.gep(words[i], [j]), align=1)
+                    spread = builder.insert_element(ir.Constant(vec, ir.Undefined), word, ir.Constant(i32, 0))
+                    spread = builder.bitcast(builder.shuffle_vector(spread, ir.Constant(vec, ir.Undefined),
+                                                                    ir.Constant(vec, [0] * LANES)), bytes_)
+                    for g in range(GROUP):
+                        total = builder.call(dpbusd, [builder.load(sums[i][g]), spread, weights[g]])
+                        builder.store(total, sums[i][g])
+            for i in range(rows):
+                for g in range(GROUP):
+                    builder.store(builder.load(sums[i][g]), builder.gep(outs[i], [ir.Constant(i32, g)]), align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return dot
+
+
+#: Rows of the left operand per pass over the weights (4 x 4 sums of 16 lanes fill half the registers).
+ROWS = 4
+_dot_one = _dot_groups(1)
+_dot_rows = _dot_groups(ROWS)
 
 
 @njit(inline="always", cache=True)
-def row_product(q, packed, acc):  # type: ignore[no-untyped-def]
-    """acc[n] = sum_k q[k] * w[k, n] (int32, wrapping) for every padded column n: q uint8 (4 * K/4,
-    zero-padded), packed (N/64, K/4, 64, 4) int8, acc (N/64 * 64) int32."""
+def product(q, packed, acc):  # type: ignore[no-untyped-def]
+    """acc[r, n] = sum_k q[r, k] * w[k, n] (int32, wrapping) for every padded column n: q uint8
+    (rows, 4 * K/4, zero-padded), packed (N/64, K/4, 64, 4) int8, acc (rows, N/64 * 64) int32; the
+    rows of q and acc contiguous."""
     groups, k4 = packed.shape[0], packed.shape[1]
     flat = packed.reshape(-1)
+    rows = q.shape[0]
+    full = rows - rows % ROWS
     for g in range(groups):
-        _dot_group(acc[g * COLUMNS:(g + 1) * COLUMNS], q, flat, g * k4 * 4 * COLUMNS, k4)
+        offset = g * k4 * 4 * COLUMNS
+        for r in range(0, full, ROWS):
+            _dot_rows(acc, r, g * COLUMNS, q, r, flat, offset, k4)
+        for r in range(full, rows):
+            _dot_one(acc, r, g * COLUMNS, q, r, flat, offset, k4)
 
 
 def pack(signed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 (K, N) packed as :func:`row_product` takes it, and its column sums (int32, N padded)."""
+    """int8 (K, N) packed as :func:`product` takes it, and its column sums (int32, N padded)."""
     k, n = signed.shape
     k4, groups = -(-k // 4), -(-n // COLUMNS)
     padded = np.zeros((k4 * 4, groups * COLUMNS), np.int8)
