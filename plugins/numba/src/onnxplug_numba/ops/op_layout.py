@@ -66,9 +66,13 @@ class Identity(HostKernel):
 
 @op("Transpose")
 class Transpose(HostKernel):
-    def compute(self, x: np.ndarray) -> np.ndarray:
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
         perm = self.attr("perm")
-        return np.ascontiguousarray(np.transpose(x, None if perm is None else [int(p) for p in perm]))
+        self.perm = None if perm is None else [int(p) for p in perm]
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(x.transpose(self.perm))
 
 
 @op("Reshape", 5)
