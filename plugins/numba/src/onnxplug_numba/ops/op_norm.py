@@ -13,6 +13,7 @@ from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
 from onnxplug_numba.provider import NumbaProvider
+from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS
 
 
 @NumbaProvider.kernel("BatchNormalization")
@@ -21,7 +22,12 @@ class BatchNormalization(NumbaKernel):
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
-        self._runners: dict[str, ElementwiseRunner] = {}
+        self._runners: dict[np.dtype, ElementwiseRunner] = {}
+        self.epsilon = float(self.attr("epsilon", 1e-5))
+        params = [context.constants.get(n) if n else None for n in node.inputs[1:5]]
+        # constant parameters (the usual case): the affine form once per kernel, by input dtype
+        self._fixed = params if len(params) == 4 and all(p is not None for p in params) else None
+        self._affine: dict[np.dtype, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -31,19 +37,28 @@ class BatchNormalization(NumbaKernel):
             return Decline("attribute", "training mode (running mean and variance outputs) is not computed")
         return all_present_same(view, node, FLOAT_TYPES)
 
-    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,
-                var: np.ndarray) -> np.ndarray:
-        eps = float(self.attr("epsilon", 1e-5))
-        a = (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps))
+    def _affine_form(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,
+                     var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a = (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + self.epsilon))
         b = bias.astype(np.float64) - mean.astype(np.float64) * a
         shape = (-1,) + (1,) * (x.ndim - 2)
-        runner = self._runners.get(x.dtype.name)
+        return a.astype(x.dtype).reshape(shape), b.astype(x.dtype).reshape(shape)
+
+    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,
+                var: np.ndarray) -> np.ndarray:
+        key = x.dtype if self._fixed is not None else None
+        found = self._affine.get(key) if key is not None and x.ndim >= 2 else None
+        if found is None or found[0].ndim != x.ndim - 1:
+            found = self._affine_form(x, scale, bias, mean, var)
+            if key is not None:
+                self._affine[key] = found  # one assignment: threads see the old or the new entry
+        runner = self._runners.get(x.dtype)
         if runner is None:
             t = x.dtype.name
             program = Program(("x", "a", "b"), (t, t, t),
                               (Step("Mul", ("x", "a"), "m", t), Step("Add", ("m", "b"), "y", t)), ("y",))
-            runner = self._runners[t] = ElementwiseRunner(program, self.threads)
-        return runner(x, a.astype(x.dtype).reshape(shape), b.astype(x.dtype).reshape(shape))[0]
+            runner = self._runners[x.dtype] = ElementwiseRunner(program, self.threads)
+        return runner(x, found[0], found[1])[0]
 
 
 def _rows(x: np.ndarray, axis: int) -> np.ndarray:
@@ -66,7 +81,19 @@ class _Softmax(NumbaKernel):
                          row_grain(rows.shape[1]))
         return y
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", 1 if node.opset < 13 else -1))
+
     def compute(self, x: np.ndarray) -> np.ndarray:
+        last = x.ndim - 1
+        if self.node.opset >= 13 and (self.axis == -1 or self.axis == last) and last >= 0 \
+                and x.flags.c_contiguous and x.size < PARALLEL_MIN_ELEMENTS:
+            # the common case, small: rows of the last axis on this thread
+            rows = x.reshape(-1, x.shape[-1])
+            y = np.empty_like(rows)
+            knorm.softmax(rows, self.log, y)
+            return y.reshape(x.shape)
         if self.node.opset < 13:  # softmax over the flattened axes from ``axis`` on
             rows = _rows(x, int(self.attr("axis", 1)))
             return self._rows(rows).reshape(x.shape)
@@ -104,19 +131,38 @@ class LayerNormalization(NumbaKernel):
     def supports(cls, node: Node, view: GraphView) -> bool:
         return all_present_same(view, node, FLOAT_TYPES)
 
-    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
-        axis = int(self.attr("axis", -1))
-        axis = axis + x.ndim if axis < 0 else axis
-        rows = _rows(x, axis)
-        tail = x.shape[axis:]
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", -1))
+        self.epsilon = float(self.attr("epsilon", 1e-5))
+        self.constant = all(n in context.constants for n in node.inputs[1:3] if n)
+        self._params: tuple | None = None  # (x dtype, tail shape, scale, bias) of constant parameters
+
+    def _flat_params(self, x: np.ndarray, tail: tuple, scale: np.ndarray,
+                     bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        kept = self._params
+        if kept is not None and kept[0] is x.dtype and kept[1] == tail:
+            return kept[2], kept[3]
         s = flat_param(scale, tail, x.dtype)
         b = np.zeros_like(s) if bias is None else flat_param(bias, tail, x.dtype)
+        if self.constant:
+            self._params = (x.dtype, tail, s, b)  # one assignment: threads see the old or the new entry
+        return s, b
+
+    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        axis = self.axis + x.ndim if self.axis < 0 else self.axis
+        rows = _rows(x, axis)
+        tail = x.shape[axis:]
+        s, b = self._flat_params(x, tail, scale, bias)
         y = np.empty_like(rows)
         mean = np.empty(rows.shape[0], dtype=x.dtype)
         inv = np.empty(rows.shape[0], dtype=x.dtype)
-        eps = float(self.attr("epsilon", 1e-5))
-        self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], s, b, eps, y[lo:hi], mean[lo:hi],
-                                                              inv[lo:hi]), rows.shape[0], row_grain(rows.shape[1]))
+        eps = self.epsilon
+        if rows.size < PARALLEL_MIN_ELEMENTS:
+            knorm.layer_norm_rows(rows, s, b, eps, y, mean, inv)
+        else:
+            self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], s, b, eps, y[lo:hi], mean[lo:hi],
+                                                                  inv[lo:hi]), rows.shape[0], row_grain(rows.shape[1]))
         stat_shape = x.shape[:axis] + (1,) * (x.ndim - axis)
         return y.reshape(x.shape), mean.reshape(stat_shape), inv.reshape(stat_shape)
 
