@@ -223,3 +223,14 @@ def test_vnni_product_pads_rows_and_columns(rng, rows, k, n):
     np.testing.assert_array_equal(acc[:, :n], q[:, :k].astype(np.int64) @ s.astype(np.int64))
     np.testing.assert_array_equal(acc[:, n:], 0)
     np.testing.assert_array_equal(colsum[:n], s.sum(axis=0))
+
+
+def test_weights_not_fitting_the_attributes_are_an_error(rng):
+    """Two directions of weights on a forward node, as onnxruntime, fail the run."""
+    model, feeds = _model(rng, "bidirectional")
+    attr = next(a for a in model.graph.node[0].attribute if a.name == "direction")
+    attr.s = b"forward"
+    with pytest.raises(Exception):
+        _onnxruntime(model, feeds, 1)
+    with pytest.raises(Exception, match="do not fit"):
+        run_numba(model, feeds, threads=1)

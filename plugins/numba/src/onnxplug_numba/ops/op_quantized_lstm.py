@@ -117,9 +117,12 @@ class DynamicQuantizeLSTM(NumbaKernel):
         steps, batch, _ = x.shape
         dirs, hidden = w.shape[0], r.shape[1]
         four = 4 * hidden
-        if w.shape[2] != four or r.shape != (dirs, hidden, four) or w.shape[1] != x.shape[2]:
-            raise ValueError(f"{self.node.describe()}: W {list(w.shape)} and R {list(r.shape)} do not fit "
-                             f"{dirs} direction(s) of hidden size {hidden} and input {list(x.shape)}")
+        mode = self.attr("direction", "forward")
+        if dirs != (2 if mode == "bidirectional" else 1) or hidden != int(self.attr("hidden_size", hidden)) or \
+                w.shape[2] != four or r.shape != (dirs, hidden, four) or w.shape[1] != x.shape[2]:
+            raise ValueError(f"{self.node.describe()}: W {list(w.shape)} and R {list(r.shape)} do not fit a "
+                             f"{mode} layer of hidden size {self.attr('hidden_size', hidden)} and input "
+                             f"{list(x.shape)}")
         wm, rm, bias, w_scales, r_scales = self._weights(w, r, b, w_scale, w_zp, r_scale, r_zp)
         h0 = np.zeros((dirs, batch, hidden), np.float32) if h0 is None else np.ascontiguousarray(h0, np.float32)
         c0 = np.zeros((dirs, batch, hidden), np.float32) if c0 is None else np.ascontiguousarray(c0, np.float32)
@@ -134,8 +137,8 @@ class DynamicQuantizeLSTM(NumbaKernel):
         y = np.empty((steps, dirs, batch, hidden), np.float32)
         h_out = np.empty((dirs, batch, hidden), np.float32)
         c_out = np.empty((dirs, batch, hidden), np.float32)
-        block = -(-batch // self.threads.count) if _batch_parallel(batch, hidden) else batch
-        reverse = [False, True] if dirs == 2 else [self.attr("direction", "forward") == "reverse"]
+        block = max(1, -(-batch // self.threads.count) if _batch_parallel(batch, hidden) else batch)
+        reverse = [False, True] if dirs == 2 else [mode == "reverse"]
 
         def projections(d: int) -> np.ndarray:
             out = np.empty((steps * batch, four), np.float32)
