@@ -18,6 +18,7 @@ from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_pr
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.ops.op_norm import LayerNormalization, _rows, flat_param
 from onnxplug_numba.provider import NumbaProvider
+from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS
 
 op = NumbaProvider.kernel
 CONTRIB_DOMAIN = "com.microsoft"
@@ -109,6 +110,8 @@ class SkipLayerNormalization(_FloatKernel):
         super().__init__(node, context)
         self.epsilon = float(self.attr("epsilon", self.DEFAULT_EPSILON))
         self.want_sum = self._wants_sum(node)
+        self.constant = all(n in context.constants for n in node.inputs[2:4] if n)
+        self._params: tuple | None = None  # (dtype, width, gamma, beta) of constant parameters
 
     @staticmethod
     def _wants_sum(node: Node) -> bool:
@@ -123,14 +126,23 @@ class SkipLayerNormalization(_FloatKernel):
             return self._general(x, skip, gamma, beta, bias, eps)
         rows = np.ascontiguousarray(x).reshape(-1, d)
         skips = np.ascontiguousarray(skip).reshape(-1, d)
-        g = flat_param(gamma, (d,), dtype)
-        b = np.zeros_like(g) if beta is None else flat_param(beta, (d,), dtype)
+        kept = self._params
+        if kept is not None and kept[0] is dtype and kept[1] == d:
+            g, b = kept[2], kept[3]
+        else:
+            g = flat_param(gamma, (d,), dtype)
+            b = np.zeros_like(g) if beta is None else flat_param(beta, (d,), dtype)
+            if self.constant:
+                self._params = (dtype, d, g, b)  # one assignment: threads see the old or the new entry
         add = g if bias is None else np.ascontiguousarray(bias, dtype=dtype).reshape(d)
         s = np.empty_like(rows)
         y = np.empty_like(rows)
-        self.threads.run(lambda lo, hi: knorm.skip_layer_norm_rows(
-            rows[lo:hi], skips[lo:hi], add, bias is not None, g, b, eps, s[lo:hi], y[lo:hi]),
-            rows.shape[0], row_grain(d))
+        if rows.size < PARALLEL_MIN_ELEMENTS:  # one chunk: no hand-off
+            knorm.skip_layer_norm_rows(rows, skips, add, bias is not None, g, b, eps, s, y)
+        else:
+            self.threads.run(lambda lo, hi: knorm.skip_layer_norm_rows(
+                rows[lo:hi], skips[lo:hi], add, bias is not None, g, b, eps, s[lo:hi], y[lo:hi]),
+                rows.shape[0], row_grain(d))
         y, s = y.reshape(x.shape), s.reshape(x.shape)
         return (y, s) if self.want_sum else y
 
