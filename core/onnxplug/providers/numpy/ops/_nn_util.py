@@ -42,10 +42,15 @@ def trailing_sums(x: np.ndarray, axes: tuple[int, ...] | None, keepdims: bool) -
     if not axes or x.dtype not in _BLAS_FLOATS or not x.size or not x.flags.c_contiguous:
         return None
     rank = x.ndim
-    ordered = sorted(a % rank if -rank <= a < rank else rank for a in axes)
-    first = rank - len(ordered)
-    if first < 1 or ordered != list(range(first, rank)):
-        return None
+    if len(axes) == 1 and (axes[0] == rank - 1 or axes[0] == -1):  # the common case: the last axis
+        if rank < 2:
+            return None
+        ordered, first = axes, rank - 1
+    else:
+        ordered = sorted(a % rank if -rank <= a < rank else rank for a in axes)
+        first = rank - len(ordered)
+        if first < 1 or ordered != list(range(first, rank)):
+            return None
     kept, width = x.shape[:first], math.prod(x.shape[first:])
     total = x.reshape(-1, width).dot(ones_vector(width, x.dtype))
     return total.reshape(kept + (1,) * len(ordered) if keepdims else kept)
@@ -102,15 +107,21 @@ class AxisSoftmaxKernel(NumpyKernel):
     """Softmax-like ops: before opset 13 the input is coerced to 2-D at ``axis`` (default 1) and
     the op runs over the flattened trailing part; from 13 it runs along ``axis`` (default -1)."""
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.coerced = node.opset < 13
+        self.axis = int(self.attr("axis", 1 if self.coerced else -1))
+
     def compute(self, x: np.ndarray) -> np.ndarray:
-        xw = widen(x)
-        if self.node.opset < 13:
-            axis = norm_axis(int(self.attr("axis", 1)), max(x.ndim, 1))
+        dtype = x.dtype
+        xw = x if dtype in _NATIVE_DTYPES else widen(x)
+        if self.coerced:
+            axis = norm_axis(self.axis, max(x.ndim, 1))
             lead = int(np.prod(x.shape[:axis]))
             y = self.op(xw.reshape(lead, -1), 1).reshape(x.shape)
         else:
-            y = self.op(xw, norm_axis(int(self.attr("axis", -1)), max(x.ndim, 1)))
-        return np.asarray(y, dtype=x.dtype)
+            y = self.op(xw, norm_axis(self.axis, max(x.ndim, 1)))
+        return y if y.__class__ is np.ndarray and y.dtype is dtype else np.asarray(y, dtype=dtype)
 
     def op(self, x: np.ndarray, axis: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -120,10 +131,11 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     """exp(x - max) / sum along ``axis``, with one temporary; float32/float64 rows along the last
     axis are summed by ``trailing_sums``."""
     with np.errstate(invalid="ignore"):  # an all -inf row gives NaN, as onnxruntime does
-        y = x - np.max(x, axis=axis, keepdims=True)
+        # the ufuncs' reductions are what np.max and np.sum call, without their Python wrappers
+        y = x - np.maximum.reduce(x, axis=axis, keepdims=True)
         np.exp(y, out=y)
         sums = trailing_sums(y, (axis,), True)
-        y /= np.sum(y, axis=axis, keepdims=True) if sums is None else sums
+        y /= np.add.reduce(y, axis=axis, keepdims=True) if sums is None else sums
     return y
 
 

@@ -11,6 +11,8 @@ from onnxplug.kernel import Kernel
 
 def ints(value: Any) -> list[int]:
     """A tensor, list or scalar of integers as a Python list."""
+    if value.__class__ is np.ndarray and value.dtype.kind in "iu":
+        return value.reshape(-1).tolist()  # Python ints already: no per-value int() call
     return [int(v) for v in np.asarray(value).reshape(-1)]
 
 

@@ -9,11 +9,16 @@ from onnxplug.providers.numpy.registry import op
 class LayerNormalization(NumpyKernel):
     """Normalise over axes [axis, rank) in the stash dtype; outputs Y, Mean, InvStdDev."""
 
+    def __init__(self, node, context):
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", -1))
+        self.stash_type = int(self.attr("stash_type", 1))
+        self.epsilon = float(self.attr("epsilon", 1e-5))
+
     def compute(self, x, scale, b=None):
-        axis = norm_axis(int(self.attr("axis", -1)), x.ndim)
-        dt = stash_dtype(x, int(self.attr("stash_type", 1)))
-        y, mean, inv_std = normalize(x.astype(dt, copy=False), tuple(range(axis, x.ndim)),
-                                     float(self.attr("epsilon", 1e-5)))
+        axis = norm_axis(self.axis, x.ndim)
+        dt = stash_dtype(x, self.stash_type)
+        y, mean, inv_std = normalize(x.astype(dt, copy=False), tuple(range(axis, x.ndim)), self.epsilon)
         y *= scale.astype(dt, copy=False)
         if b is not None:
             y += b.astype(dt, copy=False)

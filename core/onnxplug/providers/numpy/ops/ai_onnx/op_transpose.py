@@ -26,15 +26,20 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
 
 @op("Transpose")
 class Transpose(NumpyKernel):
-    def compute(self, x):
+    def __init__(self, node, context):
+        super().__init__(node, context)
         perm = self.attr("perm")  # default: reverse the axes
-        axes = None if perm is None else [int(p) for p in perm]
-        view = np.transpose(x, axes)  # numpy checks the permutation
+        self.axes = None if perm is None else [int(p) for p in perm]
+        self.inner = None if self.axes is None or not self.axes else [a - 1 for a in self.axes[1:]]
+
+    def compute(self, x):
+        axes = self.axes
+        view = x.transpose(axes)  # numpy checks the permutation
         out = np.empty(view.shape, dtype=x.dtype)
         if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2:
             _copy(out, view)
             return out
-        inner = [a - 1 for a in axes[1:]]
+        inner = self.inner
 
         def copy(i: int) -> None:
             _copy(out[i], x[i].transpose(inner))

@@ -70,8 +70,12 @@ def _normalize_rows(rows: np.ndarray, scale: np.ndarray, bias: np.ndarray | None
 class LayerNormalization(NumpyKernel):
     """ai.onnx LayerNormalization-17's schema (axis, epsilon), output Y only."""
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.axis, self.epsilon = int(self.attr("axis", -1)), float(self.attr("epsilon", 1e-5))
+
     def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-        axis, epsilon = int(self.attr("axis", -1)), float(self.attr("epsilon", 1e-5))
+        axis, epsilon = self.axis, self.epsilon
         if x.ndim and axis % x.ndim == x.ndim - 1:  # rows are independent: normalize them in blocks
             return by_row_blocks(lambda block: layer_norm(block, scale, bias, -1, epsilon), x)
         return layer_norm(x, scale, bias, axis, epsilon)
@@ -81,10 +85,14 @@ class LayerNormalization(NumpyKernel):
 class SkipLayerNormalization(NumpyKernel):
     """LayerNorm over the last axis of x + skip (+ bias); the optional second output is that sum."""
 
+    def __init__(self, node, context) -> None:
+        super().__init__(node, context)
+        self.epsilon = float(self.attr("epsilon", 1e-5))
+        self.want_sum = len(node.outputs) > 1
+
     def compute(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None,
                 bias: np.ndarray | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        epsilon = float(self.attr("epsilon", 1e-5))
-        want_sum = len(self.node.outputs) > 1
+        epsilon, want_sum = self.epsilon, self.want_sum
         if x.shape == skip.shape and x.dtype == skip.dtype and x.dtype in _BLAS_FLOATS and x.ndim and x.shape[-1]:
             return self._in_row_blocks(x, skip, gamma, beta, bias, epsilon, want_sum,
                                        self.tuning.share_layer_norm_rows)
