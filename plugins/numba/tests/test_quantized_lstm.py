@@ -1,8 +1,8 @@
 """com.microsoft DynamicQuantizeLSTM on the numba provider against onnxruntime: directions,
-initial states, bias, per-direction and per-column scales, int8 and uint8 weights, batches split
-over thread counts as onnxruntime's, one step, a model from onnxruntime's quantize_dynamic, and the
-attributes it leaves to the numpy provider; the products with AVX-512 VNNI (where the CPU has it)
-and without. The integer products are exact and the float steps are onnxruntime's, so outputs are
+initial states, bias, peepholes, per-direction and per-column scales, int8 and uint8 weights,
+batches split over thread counts as onnxruntime's, one step, a model from onnxruntime's
+quantize_dynamic, and the attributes it leaves to the numpy provider; the products with AVX-512
+VNNI (where the CPU has it) and without. The integer products are exact and the float steps are onnxruntime's, so outputs are
 compared bit for bit."""
 
 from __future__ import annotations
@@ -11,18 +11,17 @@ import warnings
 
 import numpy as np
 import onnx
+import onnxplug as ort
 import pytest
 from numba_test_helpers import run_numba
 from onnx import TensorProto, helper, numpy_helper
-
-import onnxplug as ort
 from onnxplug_numba.kernels import vnni
 
 OUTPUTS = ["y", "y_h", "y_c"]
 
 
 def _model(rng, direction="bidirectional", steps=5, batch=3, inputs=6, hidden=4, w_type=np.int8, per_column=False,
-           bias=True, states=True, **attrs):  # type: ignore[no-untyped-def]
+           bias=True, states=True, peepholes=False, **attrs):  # type: ignore[no-untyped-def]
     """A one-node model (weights, scales and zero points as initializers, as the quantization
     tool writes them) and its feeds."""
     dirs = 2 if direction == "bidirectional" else 1
@@ -48,7 +47,10 @@ def _model(rng, direction="bidirectional", steps=5, batch=3, inputs=6, hidden=4,
     if states:
         feeds["h0"] = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
         feeds["c0"] = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
-    names = ["x", "w", "r", "b" if bias else "", "", "h0" if states else "", "c0" if states else "", "",
+    if peepholes:
+        feeds["p"] = rng.standard_normal((dirs, 3 * hidden)).astype(np.float32)
+    names = ["x", "w", "r", "b" if bias else "", "", "h0" if states else "", "c0" if states else "",
+             "p" if peepholes else "",
              "w_scale", "w_zp", "r_scale", "r_zp"]
     node = helper.make_node("DynamicQuantizeLSTM", names, OUTPUTS, domain="com.microsoft", hidden_size=hidden,
                             direction=direction, **attrs)
@@ -101,6 +103,13 @@ def test_directions_weight_types_and_scales(products, rng, direction, w_type, pe
 @pytest.mark.parametrize("bias, states", [(False, False), (True, False), (False, True)])
 def test_without_bias_or_initial_states(products, rng, direction, bias, states):
     _assert_same(*_model(rng, direction, bias=bias, states=states))
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("bias, states", [(True, True), (False, True), (True, False)])
+def test_peepholes(products, rng, direction, bias, states):
+    """Peepholes i and f on the previous cell state, o on the new one, each before the bias."""
+    _assert_same(*_model(rng, direction, batch=2, hidden=24, bias=bias, states=states, peepholes=True))
 
 
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
@@ -171,13 +180,11 @@ def test_model_from_quantize_dynamic(rng, tmp_path):
     ({"input_forget": 1}, {}, "input_forget"),
     ({"activations": ["Sigmoid", "Relu", "Tanh"]}, {}, "activations"),
     ({}, {"lens": 4}, "sequence_lens"),
-    ({}, {"p": 7}, "peepholes"),
 ])
 def test_declined_attributes_are_named_and_left_to_numpy(rng, attrs, extra, words):
     from onnxplug.ir.loader import load_model
-    from onnxplug_sdk import GraphView
-
     from onnxplug_numba.ops.op_quantized_lstm import DynamicQuantizeLSTM
+    from onnxplug_sdk import GraphView
 
     model, feeds = _model(rng, "forward", **attrs)
     node = model.graph.node[0]
@@ -185,10 +192,6 @@ def test_declined_attributes_are_named_and_left_to_numpy(rng, attrs, extra, word
         node.input[4] = "lens"
         feeds["lens"] = np.array([5, 5, 5], np.int32)
         model.graph.input.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [3]))
-    if "p" in extra:
-        node.input[7] = "p"
-        feeds["p"] = rng.standard_normal((1, 12)).astype(np.float32)
-        model.graph.input.append(helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 12]))
     graph = load_model(model.SerializeToString()).graph
     decline = DynamicQuantizeLSTM.supports(graph.nodes[0], GraphView(graph, list(graph.nodes)))
     assert not decline and words in str(decline)
@@ -227,10 +230,13 @@ def test_vnni_product_pads_rows_and_columns(rng, rows, k, n):
 
 def test_weights_not_fitting_the_attributes_are_an_error(rng):
     """Two directions of weights on a forward node, as onnxruntime, fail the run."""
+    from onnxplug.capi import onnxruntime_pybind11_state
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
     model, feeds = _model(rng, "bidirectional")
     attr = next(a for a in model.graph.node[0].attribute if a.name == "direction")
     attr.s = b"forward"
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidArgument, match="Input W must have shape"):
         _onnxruntime(model, feeds, 1)
-    with pytest.raises(Exception, match="do not fit"):
+    with pytest.raises(onnxruntime_pybind11_state.Fail, match="do not fit"):
         run_numba(model, feeds, threads=1)

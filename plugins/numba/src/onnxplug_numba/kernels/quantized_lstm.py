@@ -34,9 +34,9 @@ def _parameters(x):  # type: ignore[no-untyped-def]
     lo = np.float32(0.0)
     for i in range(x.size):
         v = x[i]
-        if v > hi:
+        if v > hi:  # noqa: PLR1730 - a NaN compares false and is passed over (as kernels/quantize.py)
             hi = v
-        if v < lo:
+        if v < lo:  # noqa: PLR1730
             lo = v
     scale = (hi - lo) / np.float32(255.0) if hi != lo else np.float32(1.0)
     zp = np.float32(0.0) - lo / scale
@@ -145,35 +145,55 @@ def input_products_vnni(qx, k, zq, packed, colsum, zs, mult, out):  # type: igno
 
 
 @njit(inline="always", cache=True)
-def _cell(x, acc, mult, bias, has_bias, g, cb, yb):  # type: ignore[no-untyped-def]
+def _cell(x, acc, mult, bias, has_bias, p, has_p, g, cb, yb):  # type: ignore[no-untyped-def]
     """One row's gates (i, o, f, c) from its input part ``x`` and h product ``acc``, the cell state
-    ``cb`` updated in place, h written to ``yb``."""
+    ``cb`` updated in place, h written to ``yb``. Peepholes ``p`` (i, o, f) are added before the
+    bias, gate o's with the new cell state, as onnxruntime orders them."""
     four = x.size
     hidden = four // 4
+    three = 3 * hidden
     for n in range(four):
         g[n] = x[n] + np.float32(acc[n]) * mult[n]
-    if has_bias:
-        for n in range(four):
-            g[n] = g[n] + bias[n]
-    # each activation over a contiguous run of gates, so LLVM vectorises it
-    three = 3 * hidden
-    for n in range(three):
-        g[n] = _sigmoid(g[n])
+    if not has_p:
+        if has_bias:
+            for n in range(four):
+                g[n] = g[n] + bias[n]
+        # each activation over a contiguous run of gates, so LLVM vectorises it
+        for n in range(three):
+            g[n] = _sigmoid(g[n])
+    else:
+        for j in range(hidden):
+            g[j] = g[j] + cb[j] * p[j]
+            g[2 * hidden + j] = g[2 * hidden + j] + cb[j] * p[2 * hidden + j]
+        if has_bias:
+            for n in range(hidden):
+                g[n] = g[n] + bias[n]
+            for n in range(2 * hidden, four):
+                g[n] = g[n] + bias[n]
+        for j in range(hidden):
+            g[j] = _sigmoid(g[j])
+            g[2 * hidden + j] = _sigmoid(g[2 * hidden + j])
     gc = g[three:]
     for j in range(hidden):
         gc[j] = _tanh(gc[j])
     for j in range(hidden):
         cb[j] = cb[j] * g[2 * hidden + j] + g[j] * gc[j]
+    if has_p:
+        for j in range(hidden):
+            o = g[hidden + j] + cb[j] * p[hidden + j]
+            if has_bias:
+                o = o + bias[hidden + j]
+            g[hidden + j] = _sigmoid(o)
     for j in range(hidden):
         yb[j] = _tanh(cb[j]) * g[hidden + j]
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def recurrence(xw, rt, r_zero_point, r_scale, bias, has_bias, h0, c0, reverse, lo, hi, block,
+def recurrence(xw, rt, r_zero_point, r_scale, bias, has_bias, p, has_p, h0, c0, reverse, lo, hi, block,
                y, h_out, c_out):  # type: ignore[no-untyped-def]
     """Batch rows lo..hi of one direction, h quantized per block of ``block`` rows (onnxruntime's
     rows per thread): xw (T, B, 4H) scaled input products of gates i, o, f, c; rt (4H, H) 8-bit;
-    r_scale and bias (4H) float32; h0, c0 (B, H); y (T, B, H), h_out and c_out (B, H), any strides."""
+    r_scale and bias (4H) float32; p (3H) peepholes; h0, c0 (B, H); y (T, B, H), h_out and c_out (B, H), any strides."""
     steps, four = xw.shape[0], xw.shape[2]
     hidden = four // 4
     acc = np.empty(four, dtype=np.int32)
@@ -194,7 +214,7 @@ def recurrence(xw, rt, r_zero_point, r_scale, bias, has_bias, h0, c0, reverse, l
                 mult[n] = scale * r_scale[n]
             for r in range(rows):
                 _row_product(cq[r * hidden:(r + 1) * hidden], rt, r_zero_point, acc)
-                _cell(xw[t, start + r], acc, mult, bias, has_bias, g, c[r], y[t, start + r])
+                _cell(xw[t, start + r], acc, mult, bias, has_bias, p, has_p, g, c[r], y[t, start + r])
             for r in range(rows):  # the block's new h, once every row of it ran
                 h[r * hidden:(r + 1) * hidden] = y[t, start + r]
         for r in range(rows):
@@ -203,7 +223,7 @@ def recurrence(xw, rt, r_zero_point, r_scale, bias, has_bias, h0, c0, reverse, l
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def recurrence_vnni(xw, packed, colsum, zs, r_scale, bias, has_bias, h0, c0, reverse, lo, hi, block,
+def recurrence_vnni(xw, packed, colsum, zs, r_scale, bias, has_bias, p, has_p, h0, c0, reverse, lo, hi, block,
                     y, h_out, c_out):  # type: ignore[no-untyped-def]
     """:func:`recurrence` with R as packed int8 (kernels/vnni.py), its column sums and zero point."""
     steps, four = xw.shape[0], xw.shape[2]
@@ -227,7 +247,7 @@ def recurrence_vnni(xw, packed, colsum, zs, r_scale, bias, has_bias, h0, c0, rev
                 mult[n] = scale * r_scale[n]
             _vnni_products(q, hidden, zq, packed, colsum, zs, acc)
             for r in range(rows):
-                _cell(xw[t, start + r], acc[r], mult, bias, has_bias, g, c[r], y[t, start + r])
+                _cell(xw[t, start + r], acc[r], mult, bias, has_bias, p, has_p, g, c[r], y[t, start + r])
             for r in range(rows):
                 h[r] = y[t, start + r]
         for r in range(rows):

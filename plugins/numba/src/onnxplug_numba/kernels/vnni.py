@@ -30,7 +30,7 @@ def _available() -> bool:
         return False
     try:
         return bool(llvm.get_host_cpu_features().get("avx512vnni", False))
-    except Exception:  # pragma: no cover - a host llvmlite cannot describe
+    except RuntimeError:  # pragma: no cover - a host llvmlite cannot describe
         return False
 
 

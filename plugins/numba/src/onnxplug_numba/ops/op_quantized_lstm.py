@@ -6,8 +6,8 @@ X is quantized once over all its steps (the range onnxruntime takes in either di
 sequence runs every step), h once per step per block of batch rows: onnxruntime's rows per thread,
 ceil(batch / intra_op_num_threads) where it splits the batch (more than 4 rows, or 2+ with hidden
 size 256 or less), so results follow the session's thread count as onnxruntime's do. The two
-directions, or the blocks of one, run on separate threads. Declined: sequence_lens, peepholes,
-clip, input_forget, other activations.
+directions, or the blocks of one, run on separate threads. Declined: sequence_lens, clip,
+input_forget, other activations.
 """
 
 from __future__ import annotations
@@ -54,11 +54,9 @@ class DynamicQuantizeLSTM(NumbaKernel):
         inputs = list(node.inputs) + [""] * (12 - len(node.inputs))
         if inputs[4]:
             return Decline("attribute", "a sequence_lens input is not computed")
-        if inputs[7]:
-            return Decline("attribute", "peepholes (input P) are not computed")
         if not all(inputs[i] for i in (8, 9, 10, 11)):
             return Decline("attribute", "W_scale, W_zero_point, R_scale and R_zero_point are required")
-        for i in (0, 3, 5, 6, 8, 10):
+        for i in (0, 3, 5, 6, 7, 8, 10):
             if inputs[i] and view.dtype_of(inputs[i]) != _F32:
                 return Decline("dtype", f"{inputs[i]!r} is {view.dtype_of(inputs[i])}, not float32")
         for i in (1, 2, 9, 11):
@@ -126,6 +124,8 @@ class DynamicQuantizeLSTM(NumbaKernel):
         wm, rm, bias, w_scales, r_scales = self._weights(w, r, b, w_scale, w_zp, r_scale, r_zp)
         h0 = np.zeros((dirs, batch, hidden), np.float32) if h0 is None else np.ascontiguousarray(h0, np.float32)
         c0 = np.zeros((dirs, batch, hidden), np.float32) if c0 is None else np.ascontiguousarray(c0, np.float32)
+        p = np.zeros((dirs, 3 * hidden), np.float32) if p is None else np.ascontiguousarray(p, np.float32)
+        has_p = len(self.node.inputs) > 7 and bool(self.node.inputs[7])
         # X quantized once: with every sequence running every step, both directions see its values
         flat = np.ascontiguousarray(x, np.float32).reshape(steps * batch, -1)
         if self.vnni:
@@ -151,8 +151,8 @@ class DynamicQuantizeLSTM(NumbaKernel):
 
         def rows(d: int, xw: np.ndarray, lo: int, hi: int) -> None:
             run = kq.recurrence_vnni if self.vnni else kq.recurrence
-            run(xw, *rm[d], r_scales[d], bias[d], b is not None, h0[d], c0[d], reverse[d], lo, hi, block,
-                y[:, d], h_out[d], c_out[d])
+            run(xw, *rm[d], r_scales[d], bias[d], b is not None, p[d], has_p, h0[d], c0[d], reverse[d], lo, hi,
+                block, y[:, d], h_out[d], c_out[d])
 
         blocks = -(-batch // block) if batch else 0
         threaded = self.threads.parallel and steps * batch * four * (x.shape[2] + hidden) >= THREADED_MIN_MACS
