@@ -11,6 +11,7 @@ from onnxplug.providers.numpy.ops._base import ARRAY_OUT, NumpyKernel
 
 _NATIVE_FLOAT_KINDS = frozenset("fc")
 _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_BLAS_FLOAT_SET = frozenset(_BLAS_FLOATS)  # a hashed lookup: no dtype comparisons
 #: dtypes computed as they are, by both compute_dtype and blas_dtype (a set lookup is the fast path).
 _NATIVE_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
                                                  np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
@@ -39,18 +40,20 @@ def trailing_sums(x: np.ndarray, axes: tuple[int, ...] | None, keepdims: bool) -
     """The sum of a C-contiguous float32/float64 ``x`` over ``axes`` when they are its last axes (not
     all of them), as one BLAS product of its rows with a vector of ones; None otherwise, for the
     caller's numpy reduction."""
-    if not axes or x.dtype not in _BLAS_FLOATS or not x.size or not x.flags.c_contiguous:
+    if not axes or x.dtype not in _BLAS_FLOAT_SET or not x.size or not x.flags.c_contiguous:
         return None
     rank = x.ndim
     if len(axes) == 1 and (axes[0] == rank - 1 or axes[0] == -1):  # the common case: the last axis
         if rank < 2:
             return None
-        ordered, first = axes, rank - 1
-    else:
-        ordered = sorted(a % rank if -rank <= a < rank else rank for a in axes)
-        first = rank - len(ordered)
-        if first < 1 or ordered != list(range(first, rank)):
-            return None
+        shape = x.shape
+        kept, width = shape[:-1], shape[-1]
+        total = x.reshape(-1, width).dot(ones_vector(width, x.dtype))
+        return total.reshape(kept + (1,) if keepdims else kept)
+    ordered = sorted(a % rank if -rank <= a < rank else rank for a in axes)
+    first = rank - len(ordered)
+    if first < 1 or ordered != list(range(first, rank)):
+        return None
     kept, width = x.shape[:first], math.prod(x.shape[first:])
     total = x.reshape(-1, width).dot(ones_vector(width, x.dtype))
     return total.reshape(kept + (1,) * len(ordered) if keepdims else kept)

@@ -37,6 +37,6 @@ class Reshape(NumpyKernel):
                 for i in self.copies_dims:
                     dims[i] = shape[i]
             return x.reshape(dims)
-        if not self.allowzero:  # 0 copies the input's dimension
+        if not self.allowzero and 0 in dims:  # 0 copies the input's dimension
             dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
         return x.reshape(dims)
