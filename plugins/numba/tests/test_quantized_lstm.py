@@ -240,3 +240,18 @@ def test_weights_not_fitting_the_attributes_are_an_error(rng):
         _onnxruntime(model, feeds, 1)
     with pytest.raises(onnxruntime_pybind11_state.Fail, match="do not fit"):
         run_numba(model, feeds, threads=1)
+
+
+@pytest.mark.parametrize("outputs", [["", "y_h", "y_c"], ["y"], ["y", "y_h"]])
+def test_outputs_left_out(products, rng, outputs):
+    model, feeds = _model(rng, "bidirectional")
+    node = model.graph.node[0]
+    del node.output[:]
+    node.output.extend(outputs)
+    del model.graph.output[:]
+    model.graph.output.extend([helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o])
+    got, _ = run_numba(model, feeds, threads=1)
+    expected = _onnxruntime(model, feeds, 1)
+    assert len(got) == len(expected)
+    for a, e in zip(got, expected):
+        np.testing.assert_array_equal(a, e)
