@@ -6,8 +6,8 @@ X is quantized once over all its steps (the range onnxruntime takes in either di
 sequence runs every step), h once per step per block of batch rows: onnxruntime's rows per thread,
 ceil(batch / intra_op_num_threads) where it splits the batch (more than 4 rows, or 2+ with hidden
 size 256 or less), so results follow the session's thread count as onnxruntime's do. The two
-directions, or the blocks of one, run on separate threads. Declined: sequence_lens, clip,
-input_forget, other activations.
+directions, or the blocks of one, run on separate threads from ``THREADED_MIN_MACS`` per
+direction. Declined: sequence_lens, clip, input_forget, other activations.
 """
 
 from __future__ import annotations
