@@ -7,4 +7,5 @@ from onnxplug.providers.numpy.registry import op
 @op("Where")
 class Where(NumpyKernel):
     def compute(self, condition, x, y):
-        return np.asarray(np.where(condition, x, y), dtype=x.dtype)
+        out = np.where(condition, x, y)
+        return out if out.__class__ is np.ndarray and out.dtype is x.dtype else np.asarray(out, dtype=x.dtype)
