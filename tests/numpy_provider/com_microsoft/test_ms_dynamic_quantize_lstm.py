@@ -82,3 +82,23 @@ def test_h_quantized_per_block_of_rows_like_onnxruntimes_threads(monkeypatch, th
     feeds = _feeds(direction, states=True)
     assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=threads, constants=WEIGHTS,
                       hidden_size=H, direction=direction)
+
+
+@pytest.mark.parametrize("batch,hidden", [(2, 260), (4, 260), (2, 256), (5, 260)])
+def test_batch_split_follows_onnxruntimes_rule(monkeypatch, batch, hidden):
+    """onnxruntime splits the batch over its threads only for more than 4 rows, or 2+ rows with
+    hidden size 256 or less; otherwise h is quantized over the whole batch."""
+    monkeypatch.setattr(PRODUCT_THREADS, "threads", 2)
+    steps, inputs = 3, 8
+    feeds = {
+        "x": RNG.standard_normal((steps, batch, inputs)).astype(np.float32),
+        "w": RNG.integers(-128, 128, (1, inputs, 4 * hidden)).astype(np.int8),
+        "r": RNG.integers(-128, 128, (1, hidden, 4 * hidden)).astype(np.int8),
+        "b": RNG.standard_normal((1, 8 * hidden)).astype(np.float32), "lens": None,
+        "h0": RNG.standard_normal((1, batch, hidden)).astype(np.float32),
+        "c0": RNG.standard_normal((1, batch, hidden)).astype(np.float32), "p": None,
+        "w_scale": np.array([0.004], np.float32), "w_zp": np.zeros(1, np.int8),
+        "r_scale": np.array([0.003], np.float32), "r_zp": np.zeros(1, np.int8),
+    }
+    assert_ms_matches("DynamicQuantizeLSTM", feeds, n_outputs=3, ort_threads=2, constants=WEIGHTS,
+                      hidden_size=hidden)

@@ -4,9 +4,10 @@ onnxruntime's quantization tool writes it.
 W [D, input, 4H] and R [D, H, 4H] (transposed against LSTM's), gates (i, o, f, c), with scales and
 zero points per direction or per direction and column. Each product quantizes its float operand on
 the fly as onnxruntime's CPU kernel does (all of X at once per direction, each step's h over the
-rows of each thread's block: ceil(batch / threads) rows, so results follow the thread count, here
-``intra_op_num_threads``); the integer product is exact (float64 BLAS) and scaled to float32. LSTM's
-attributes, peepholes, sequence_lens and initial states apply as in LSTM. Known difference: in a
+rows of each thread's block: ceil(batch / threads) rows where it splits the batch (more than 4
+rows, or 2+ with hidden size 256 or less), so results follow ``intra_op_num_threads``); the
+integer product is exact (float64 BLAS) and scaled to float32. LSTM's attributes, peepholes,
+sequence_lens and initial states apply as in LSTM. Known difference: in a
 reverse direction where no sequence runs every step onnxruntime quantizes over other ranges.
 """
 
@@ -27,10 +28,15 @@ def _quantized_product(a: np.ndarray, weights: np.ndarray, scale: np.ndarray) ->
     return acc.astype(np.float32) * (a_scale * scale)
 
 
+def _batch_parallel(batch: int, hidden: int) -> bool:
+    """Whether onnxruntime's LSTM splits the batch rows over its threads (else one block)."""
+    return batch > 4 or (batch >= 2 and hidden <= 256)
+
+
 def _blockwise_product(h: np.ndarray, weights: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The recurrent product, h quantized per block of rows as onnxruntime's threads do."""
     rows = -(-h.shape[0] // max(PRODUCT_THREADS.threads, 1))
-    if rows >= h.shape[0]:
+    if rows >= h.shape[0] or not _batch_parallel(h.shape[0], h.shape[1]):
         return _quantized_product(h, weights, scale)
     return np.concatenate([_quantized_product(h[i:i + rows], weights, scale) for i in range(0, h.shape[0], rows)])
 
