@@ -114,6 +114,15 @@ class SkipLayerNormalization(NumpyKernel):
         total = np.empty(xs.shape, dtype=x.dtype) if want_sum else None
         rows = xs.shape[0]
         step = max(1, BLOCK_ELEMENTS // width)
+        threads = PRODUCT_THREADS.threads
+        if rows <= step and (not share or threads < 2 or rows < 2 * threads):
+            # one block on the calling thread, without the closure
+            summed = np.add(xs, skips, out=total)
+            if bias is not None:
+                summed += bias
+            _normalize_rows(summed, gamma, beta, epsilon, out=y)
+            y = y.reshape(x.shape)
+            return (y, total.reshape(x.shape)) if total is not None else y
 
         def block(lo: int, hi: int) -> None:
             summed = np.add(xs[lo:hi], skips[lo:hi], out=None if total is None else total[lo:hi])
@@ -121,7 +130,6 @@ class SkipLayerNormalization(NumpyKernel):
                 summed += bias
             _normalize_rows(summed, gamma, beta, epsilon, out=y[lo:hi])
 
-        threads = PRODUCT_THREADS.threads
         shared = -(-rows // threads)  # rows per thread
         if not (share and rows >= 2 * threads
                 and parallel_for(threads, lambda k: block(k * shared, min(rows, k * shared + shared)),
