@@ -50,9 +50,9 @@ _DOMAINS = frozenset({"", "ai.onnx", "com.microsoft", "com.onnxplug"})
 _NOT_MEMO = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                        "Bernoulli", "Dropout", "If", "Loop", "Scan"})
 #: Largest total size of one run's memo values that is kept (bytes).
-MAX_KEPT_BYTES = 1 << 22
+MAX_KEPT_BYTES = 1 << 20
 #: Feed-shape keys kept per plan (all dropped when full: a model fed many shapes recomputes).
-MAX_KEYS = 64
+MAX_KEYS = 16
 
 
 def _op_types(step: Step) -> list[tuple[str, str]]:
