@@ -123,7 +123,8 @@ class AxisSoftmaxKernel(NumpyKernel):
             lead = int(np.prod(x.shape[:axis]))
             y = self.op(xw.reshape(lead, -1), 1).reshape(x.shape)
         else:
-            y = self.op(xw, norm_axis(self.axis, max(x.ndim, 1)))
+            axis = self.axis
+            y = self.op(xw, x.ndim - 1 if axis == -1 and x.ndim else norm_axis(axis, max(x.ndim, 1)))
         return y if y.__class__ is np.ndarray and y.dtype is dtype else np.asarray(y, dtype=dtype)
 
     def op(self, x: np.ndarray, axis: int) -> np.ndarray:  # pragma: no cover - abstract
@@ -132,13 +133,13 @@ class AxisSoftmaxKernel(NumpyKernel):
 
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     """exp(x - max) / sum along ``axis``, with one temporary; float32/float64 rows along the last
-    axis are summed by ``trailing_sums``."""
-    with np.errstate(invalid="ignore"):  # an all -inf row gives NaN, as onnxruntime does
-        # the ufuncs' reductions are what np.max and np.sum call, without their Python wrappers
-        y = x - np.maximum.reduce(x, axis=axis, keepdims=True)
-        np.exp(y, out=y)
-        sums = trailing_sums(y, (axis,), True)
-        y /= np.add.reduce(y, axis=axis, keepdims=True) if sums is None else sums
+    axis are summed by ``trailing_sums``. An all -inf row gives NaN, as onnxruntime does (the
+    executor runs kernels with numpy's floating-point warnings off)."""
+    # the ufuncs' reductions are what np.max and np.sum call, without their Python wrappers
+    y = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    np.exp(y, out=y)
+    sums = trailing_sums(y, (axis,), True)
+    y /= np.add.reduce(y, axis=axis, keepdims=True) if sums is None else sums
     return y
 
 
