@@ -10,7 +10,7 @@ class Pow(QuietBinaryKernel):
 
     def op(self, a, b):
         if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
-            return np.power(a, b.astype(a.dtype))
+            return np.power(a, b if b.dtype is a.dtype else b.astype(a.dtype))  # no copy of a same-typed b
         if b.dtype.kind in "iu":
             negative = b < 0
             r = np.power(a, np.where(negative, 0, b).astype(a.dtype))
