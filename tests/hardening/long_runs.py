@@ -4,11 +4,13 @@
 each on its own sessions and all on shared ones, every other run through IOBinding, and every
 result must be bitwise identical to the serial result of the same provider; then threads create
 and drop sessions while others run. ``soak``: one session runs a model with the batch (and,
-where symbolic, sequence) size changing every run; every result is compared with onnxruntime's at
-that size, and resident memory is read after a warm-up pass and at the end.
+where symbolic, sequence) size changing every run (a zoo text model: its sequence length); every
+result is compared with onnxruntime's at that size, and resident memory is read after a warm-up
+pass and at the end.
 
     python -m tests.hardening.long_runs concurrency --providers numpy,numba,opencl --threads 8 --runs 1000
     python -m tests.hardening.long_runs soak --providers numpy,numba --runs 10000
+    python -m tests.hardening.long_runs soak --models zoo:gpt2 --sizes 3,4,...,26 --runs 3000
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ def rss_bytes() -> int:
 
 
 def feeds_for(name: str, size: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """The suite model's sample feeds with batch ``size``; loop_model's sequence length changes too."""
+    """The suite model's sample feeds with batch ``size``; loop_model's sequence length changes too.
+    A zoo text model (``zoo:bert``) gets its shape set 0 feeds with sequence length ``size``."""
+    if name.startswith(ZOO):
+        return {k: np.ascontiguousarray(np.resize(v, (*v.shape[:1], size, *v.shape[2:])))
+                for k, v in case_feeds(name, 0).items()}
     feeds = sample_inputs(name, batch=size, seed=seed)
     if name == "loop_model":
         feeds = {k: np.ascontiguousarray(v[: 3 + size]) for k, v in feeds.items()}
@@ -245,7 +251,7 @@ def concurrency(provider: str, threads: int = 8, runs: int = 50, models: tuple[s
 
 def soak(provider: str, name: str, runs: int, sizes: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8),
          check: Callable[[list, list], None] | None = None, seed: int = 0, intra_op: int = 0) -> dict[str, Any]:
-    """``runs`` runs of suite model ``name``, the size changing every run (a fixed pseudo-random
+    """``runs`` runs of model ``name``, the size changing every run (a fixed pseudo-random
     order over ``sizes``), each compared with onnxruntime (``check(got, expected)``, by default
     ``tests.oracle.assert_close``). RSS is read after a warm-up of two passes over every size and
     at the end."""
@@ -254,7 +260,7 @@ def soak(provider: str, name: str, runs: int, sizes: tuple[int, ...] = (1, 2, 3,
     from tests.oracle import assert_close
 
     check = check or assert_close
-    model = build(name).SerializeToString()
+    model = model_blob(name)
     oracle = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
     sess = session(model, provider, intra_op)
     feeds = {s: feeds_for(name, s) for s in sizes}
@@ -300,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"soak's: {','.join(SMALL_MODELS)}")
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1000)
-    parser.add_argument("--sizes", default="1,2,3,4,5,6,7,8", help="soak: batch sizes to cycle through")
+    parser.add_argument("--sizes", default="1,2,3,4,5,6,7,8",
+                        help="soak: batch sizes (zoo text models: sequence lengths) to cycle through")
     parser.add_argument("--intra-op", type=int, default=0,
                         help="soak: the session's intra_op_num_threads (0: the provider's default)")
     args = parser.parse_args(argv)
