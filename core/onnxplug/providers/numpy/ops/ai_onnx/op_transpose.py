@@ -1,6 +1,6 @@
 import numpy as np
 
-from onnxplug.providers.numpy.runtime.blas import parallel_for
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
 
@@ -36,7 +36,7 @@ class Transpose(NumpyKernel):
         axes = self.axes
         view = x.transpose(axes)  # numpy checks the permutation
         out = np.empty(view.shape, dtype=x.dtype)
-        if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2:
+        if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2 or PRODUCT_THREADS.threads < 2:
             _copy(out, view)
             return out
         inner = self.inner
