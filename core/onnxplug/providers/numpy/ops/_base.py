@@ -63,6 +63,10 @@ class BinaryKernel(NumpyKernel):
         raise NotImplementedError
 
 
+#: ``ReduceKernel.constant_axes`` when the axes come from an input that may change between runs.
+_VARYING = object()
+
+
 class ReduceKernel(NumpyKernel):
     """A reduction over ``axes`` (attribute before opset 18, input from 18; 13 for ReduceSum)."""
 
@@ -77,15 +81,28 @@ class ReduceKernel(NumpyKernel):
         attr_axes = self.attr("axes") if self.axes_from_attribute else None
         # an absent or empty ``axes`` attribute reduces over every axis
         self.attr_axes = tuple(int(a) for a in attr_axes) if attr_axes else None
+        #: the axes of a constant ``axes`` input, read once (``_VARYING`` when they may change)
+        self.constant_axes: Any = _VARYING
+        if not self.axes_from_attribute and len(node.inputs) > 1 and node.inputs[1]:
+            value = context.constants.get(node.inputs[1])
+            if value is not None:
+                self.constant_axes = self.input_axes(value)
+
+    def input_axes(self, axes: np.ndarray | None) -> tuple[int, ...] | None:
+        """The axes of the ``axes`` input as reduce takes them."""
+        axes_t = None if axes is None or axes.size == 0 else tuple(int(a) for a in axes.reshape(-1))
+        if axes_t is None and self.noop_with_empty_axes:
+            # reduce over no axis: each element alone (x*x for ReduceSumSquare, log x for ReduceLogSum)
+            axes_t = ()
+        return axes_t
 
     def compute(self, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
         if self.axes_from_attribute:
             axes_t = self.attr_axes
         else:
-            axes_t = None if axes is None or axes.size == 0 else tuple(int(a) for a in axes.reshape(-1))
-            if axes_t is None and self.noop_with_empty_axes:
-                # reduce over no axis: each element alone (x*x for ReduceSumSquare, log x for ReduceLogSum)
-                axes_t = ()
+            axes_t = self.constant_axes
+            if axes_t is _VARYING:
+                axes_t = self.input_axes(axes)
         out = self.op(x, axes_t, self.keepdims)
         dtype = self.out_dtype(x)
         return out if out.__class__ is _ndarray and out.dtype is dtype else np.asarray(out, dtype=dtype)
