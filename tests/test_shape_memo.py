@@ -126,9 +126,10 @@ def test_random_ops_after_shape_steps_are_not_reused():
     assert not np.array_equal(a, b)
 
 
-def test_profiled_runs_report_every_step():
+def test_profiled_runs_report_every_step(tmp_path):
     options = ort.SessionOptions()
     options.enable_profiling = True
+    options.profile_file_prefix = str(tmp_path / "memo")
     sess = ort.InferenceSession(_reshape_by_shape_model(), options, providers=["numpy"])
     x = np.zeros((2, 3, 4), np.float32)
     for _ in range(3):
