@@ -81,3 +81,22 @@ def assert_matches_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarr
     """The numba provider alone (no fallback) matches onnxruntime."""
     got, _ = run_numba(model, feeds)
     assert_close(got, run_onnxruntime(model, feeds), **tol)
+
+
+def assert_node_on_numba_matches(model: onnx.ModelProto, feeds: dict[str, np.ndarray], op: str, threads: int = 0,
+                                 atol: float = 1e-5) -> list:
+    """Node ``op`` runs on numba (other nodes may fall back) and the outputs equal onnxruntime's:
+    dtypes and shapes, integers and strings exactly, floats to float32 tolerance. Returns ours."""
+    ours, session = run_numba(model, feeds, fallback=True, threads=threads)
+    placed = {a.op_type: a.provider for a in session.get_node_assignments()}
+    assert placed[op] == "numba", session.get_node_assignments()
+    expected = run_onnxruntime(model, feeds)
+    assert len(ours) == len(expected)
+    for a, e in zip(ours, expected):
+        a, e = np.asarray(a), np.asarray(e)
+        assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
+        if e.dtype.kind == "f":
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=atol)
+        else:
+            np.testing.assert_array_equal(a, e)
+    return ours

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from numba_test_helpers import assert_node_on_numba_matches
 from onnx import TensorProto as T
 from onnx import helper
-from test_ml_trees import check
 
 RNG = np.random.default_rng(3)
 X = RNG.standard_normal((25, 5)).astype(np.float32)
@@ -34,7 +34,7 @@ def test_linear_classifier(post, classes):
                   coefficients=RNG.standard_normal(classes * 5).tolist(), intercepts=RNG.uniform(0.2, 0.8, classes).tolist(),
                   classlabels_ints=labels, post_transform=post)
     x = X if post != "PROBIT" else X * 0.01  # probit needs scores in (0, 1)
-    check(model, {"x": x}, "LinearClassifier")
+    assert_node_on_numba_matches(model, {"x": x}, "LinearClassifier")
 
 
 def test_linear_classifier_wide_batch_and_string_labels():
@@ -43,15 +43,15 @@ def test_linear_classifier_wide_batch_and_string_labels():
     model = _node("LinearClassifier", [("l", T.STRING, [None]), ("z", T.FLOAT, [None, 3])], x_type=T.DOUBLE,
                   coefficients=RNG.standard_normal(15).tolist(), intercepts=[0.1, 0.2, 0.3],
                   classlabels_strings=["a", "b", "c"], post_transform="SOFTMAX")
-    check(model, {"x": wide}, "LinearClassifier")
-    check(model, {"x": np.repeat(wide, 60, axis=0)}, "LinearClassifier")
+    assert_node_on_numba_matches(model, {"x": wide}, "LinearClassifier")
+    assert_node_on_numba_matches(model, {"x": np.repeat(wide, 60, axis=0)}, "LinearClassifier")
 
 
 @pytest.mark.parametrize("targets,post", [(1, "NONE"), (3, "NONE"), (3, "SOFTMAX")])
 def test_linear_regressor(targets, post):
     model = _node("LinearRegressor", [("y", T.FLOAT, [None, targets])], targets=targets, post_transform=post,
                   coefficients=RNG.standard_normal(targets * 5).tolist(), intercepts=RNG.standard_normal(targets).tolist())
-    check(model, {"x": X}, "LinearRegressor")
+    assert_node_on_numba_matches(model, {"x": X}, "LinearRegressor")
 
 
 @pytest.mark.parametrize("norm", ["MAX", "L1", "L2"])
@@ -62,20 +62,20 @@ def test_normalizer(norm, dtype):
     x[4] = -np.abs(x[4])  # MAX divides by the largest value, here negative
     model = _node("Normalizer", [("y", T.FLOAT, [None, 5])], x_type=T.FLOAT if dtype == np.float32 else T.DOUBLE,
                   norm=norm)
-    check(model, {"x": x}, "Normalizer")
+    assert_node_on_numba_matches(model, {"x": x}, "Normalizer")
 
 
 @pytest.mark.parametrize("offset,scale", [([0.5], [2.0]), ([0.1, 0.2, 0.3, 0.4, 0.5], [1.0, 2.0, 3.0, 4.0, 5.0])])
 def test_scaler(offset, scale):
-    check(_node("Scaler", [("y", T.FLOAT, [None, 5])], offset=offset, scale=scale), {"x": X}, "Scaler")
+    assert_node_on_numba_matches(_node("Scaler", [("y", T.FLOAT, [None, 5])], offset=offset, scale=scale), {"x": X}, "Scaler")
 
 
 @pytest.mark.parametrize("kind", ["logreg-binary", "logreg-multi", "linear-svc", "linear-regression"])
 def test_sklearn_linear_models(kind):
+    from skl2onnx import to_onnx
     from sklearn.datasets import make_classification
     from sklearn.linear_model import LinearRegression, LogisticRegression
     from sklearn.svm import LinearSVC
-    from skl2onnx import to_onnx
 
     x, y = make_classification(200, 5, n_informative=4, n_redundant=0, n_classes=2 if kind == "logreg-binary" else 3,
                                random_state=2)
@@ -86,7 +86,7 @@ def test_sklearn_linear_models(kind):
     options = {"zipmap": False} if hasattr(est, "classes_") and kind != "linear-svc" else None
     model = to_onnx(est, x[:1], options=options, target_opset={"": 17, "ai.onnx.ml": 1})
     op = "LinearRegressor" if kind == "linear-regression" else "LinearClassifier"
-    check(model, {"X": x[:60]}, op)
+    assert_node_on_numba_matches(model, {"X": x[:60]}, op)
 
 
 @pytest.mark.parametrize("op", ["LinearClassifier", "Normalizer", "Scaler"])
@@ -98,7 +98,7 @@ def test_integer_inputs(op, dtype):
              "Normalizer": dict(norm="L2"), "Scaler": dict(offset=[1.0], scale=[0.5])}[op]
     outputs = {"LinearClassifier": [("l", T.INT64, [None]), ("z", T.FLOAT, [None, 3])]}.get(op, [("y", T.FLOAT, [None, 5])])
     model = _node(op, outputs, x_type=T.INT32 if dtype == np.int32 else T.INT64, **attrs)
-    check(model, {"x": (X * 10).astype(dtype)}, op)
+    assert_node_on_numba_matches(model, {"x": (X * 10).astype(dtype)}, op)
 
 
 @pytest.mark.parametrize("kind", ["strings", "int64", "float32", "float64"])
@@ -119,7 +119,7 @@ def test_one_hot_encoder(kind, shape):
                               [helper.make_tensor_value_info("y", T.FLOAT, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)],
                               ir_version=8)
-    check(model, {"x": x}, "OneHotEncoder")
+    assert_node_on_numba_matches(model, {"x": x}, "OneHotEncoder")
 
 
 def test_one_hot_encoder_zeros_0_refuses_an_unknown_value():

@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from numba_test_helpers import assert_node_on_numba_matches, run_numba, run_onnxruntime
 from onnx import TensorProto as T
 from onnx import helper
-from numba_test_helpers import run_numba
-from test_ml_trees import check, oracle
 
 RNG = np.random.default_rng(9)
 KERNELS = ["linear", "poly", "rbf", "sigmoid"]
@@ -42,7 +41,7 @@ def test_sklearn_svc(kernel, classes, probability):
     x, y = _data(classes)
     est = SVC(kernel=kernel, degree=2, gamma="scale", coef0=0.5 if kernel in ("poly", "sigmoid") else 0.0,
               probability=probability, random_state=0).fit(x, y)
-    check(_convert(est, x), {"X": x[:50]}, "SVMClassifier", atol=SUM_ATOL)
+    assert_node_on_numba_matches(_convert(est, x), {"X": x[:50]}, "SVMClassifier", atol=SUM_ATOL)
 
 
 def test_sklearn_svc_large_batch_on_two_threads():
@@ -51,7 +50,7 @@ def test_sklearn_svc_large_batch_on_two_threads():
     x, y = _data(3)
     est = SVC(probability=True, random_state=0).fit(x, y)
     big = np.repeat(x, 20, axis=0) + RNG.standard_normal((4000, 6)).astype(np.float32) * 0.1
-    check(_convert(est, x), {"X": big}, "SVMClassifier", threads=2, atol=SUM_ATOL)
+    assert_node_on_numba_matches(_convert(est, x), {"X": big}, "SVMClassifier", threads=2, atol=SUM_ATOL)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -60,7 +59,7 @@ def test_sklearn_svr(kernel):
 
     x, y = _data(3)
     est = SVR(kernel=kernel, degree=2, coef0=0.5 if kernel in ("poly", "sigmoid") else 0.0).fit(x, y + x[:, 0])
-    check(_convert(est, x), {"X": x[:50]}, "SVMRegressor", atol=SUM_ATOL)
+    assert_node_on_numba_matches(_convert(est, x), {"X": x[:50]}, "SVMRegressor", atol=SUM_ATOL)
 
 
 def _node(op: str, outputs: list, **attrs) -> onnx.ModelProto:
@@ -90,19 +89,19 @@ def test_classifier_post_transforms(classes, per_class, post, proba):
     if classes == 2 and post == "PROBIT" and not proba:
         # one pairwise score: onnxruntime writes probit(score) to column 0 and leaves column 1 unwritten
         (labels, z), _ = run_numba(model, {"x": x}, fallback=True)
-        want_labels, want_z = oracle(model, {"x": x})
+        want_labels, want_z = run_onnxruntime(model, {"x": x})
         np.testing.assert_array_equal(labels, want_labels)
         assert z.shape == want_z.shape
         np.testing.assert_allclose(z[:, 0], want_z[:, 0], rtol=1e-5, atol=1e-5)
         return
-    check(model, {"x": x}, "SVMClassifier")
+    assert_node_on_numba_matches(model, {"x": x}, "SVMClassifier")
 
 
 def test_linear_classifier_mode_and_string_labels():
     model = _node("SVMClassifier", [("y", T.STRING, [None]), ("z", T.FLOAT, [None, 3])], kernel_type="LINEAR",
                   kernel_params=[0.1, 0.0, 1.0],
                   coefficients=RNG.standard_normal(15).tolist(), rho=[0.1], classlabels_strings=["a", "b", "c"])
-    check(model, {"x": X}, "SVMClassifier")
+    assert_node_on_numba_matches(model, {"x": X}, "SVMClassifier")
 
 
 @pytest.mark.parametrize("one_class", [0, 1])
@@ -113,4 +112,4 @@ def test_regressor_one_class_and_linear(one_class, vectors):
         dict(kernel_type="LINEAR", kernel_params=[0.1, 0.0, 1.0])
     model = _node("SVMRegressor", [("y", T.FLOAT, [None, 1])], coefficients=RNG.standard_normal(vectors or 5).tolist(),
                   rho=[0.2], one_class=one_class, **attrs)
-    check(model, {"x": X}, "SVMRegressor")
+    assert_node_on_numba_matches(model, {"x": X}, "SVMRegressor")

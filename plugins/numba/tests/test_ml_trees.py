@@ -8,36 +8,14 @@ import warnings
 
 import numpy as np
 import onnx
-import onnxruntime
+import onnxplug as ort
 import pytest
-from numba_test_helpers import run_numba
+from numba_test_helpers import assert_node_on_numba_matches, run_numba, run_onnxruntime
 from onnx import TensorProto as T
 from onnx import helper
 
-import onnxplug as ort
-
 RNG = np.random.default_rng(5)
 MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ")
-
-
-def oracle(model: onnx.ModelProto, feeds: dict) -> list:
-    return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-
-
-def check(model: onnx.ModelProto, feeds: dict, op: str, threads: int = 0, atol: float = 1e-5) -> list:
-    """Outputs on numba (node ``op`` claimed by numba) equal onnxruntime's: labels exactly, scores
-    to float32 tolerance."""
-    ours, session = run_numba(model, feeds, fallback=True, threads=threads)
-    placed = {a.op_type: a.provider for a in session.get_node_assignments()}
-    assert placed[op] == "numba", session.get_node_assignments()
-    for a, e in zip(ours, oracle(model, feeds)):
-        a, e = np.asarray(a), np.asarray(e)
-        assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
-        if e.dtype.kind == "f":
-            np.testing.assert_allclose(a, e, rtol=1e-5, atol=atol)
-        else:
-            np.testing.assert_array_equal(a, e)
-    return ours
 
 
 def ml_model(op: str, x_type: int, outputs: list, ml_opset: int = 3, **attrs) -> onnx.ModelProto:
@@ -102,7 +80,7 @@ def test_regressor_modes_nan_aggregates(aggregate, targets, post):
                      target_nodeids=leaves["nodeids"], target_ids=leaves["ids"], target_weights=leaves["weights"],
                      **({"base_values": base} if base else {}), **a)
     x = np.clip(X, -0.9, 0.9) * 0.5 + 0.5 if post == "PROBIT" else X
-    check(model, {"x": x}, "TreeEnsembleRegressor")
+    assert_node_on_numba_matches(model, {"x": x}, "TreeEnsembleRegressor")
 
 
 def test_regressor_as_tensor_double():
@@ -116,7 +94,7 @@ def test_regressor_as_tensor_double():
                      base_values_as_tensor=helper.make_tensor("b", T.DOUBLE, [1], [0.25]),
                      target_treeids=leaves["treeids"], target_nodeids=leaves["nodeids"], target_ids=leaves["ids"],
                      **a)
-    check(model, {"x": X.astype(np.float64)}, "TreeEnsembleRegressor")
+    assert_node_on_numba_matches(model, {"x": X.astype(np.float64)}, "TreeEnsembleRegressor")
 
 
 @pytest.mark.parametrize("labels,single_class", [([3, 5, 7, 9], False), ([0, 1], False), ([0, 1], True)])
@@ -136,7 +114,7 @@ def test_classifier_rules(labels, single_class, post, base):
                      classlabels_int64s=labels, post_transform=post, class_treeids=leaves["treeids"],
                      class_nodeids=leaves["nodeids"], class_ids=leaves["ids"], class_weights=leaves["weights"],
                      **extra, **a)
-    check(model, {"x": X}, "TreeEnsembleClassifier")
+    assert_node_on_numba_matches(model, {"x": X}, "TreeEnsembleClassifier")
 
 
 def test_classifier_string_labels_and_a_large_batch_on_two_threads():
@@ -145,7 +123,7 @@ def test_classifier_string_labels_and_a_large_batch_on_two_threads():
                      classlabels_strings=["a", "b", "c"], post_transform="SOFTMAX", class_treeids=leaves["treeids"],
                      class_nodeids=leaves["nodeids"], class_ids=leaves["ids"], class_weights=leaves["weights"], **a)
     big = np.repeat(X, 100, axis=0) + RNG.choice([0, 0.1], (4000, 5)).astype(np.float32)
-    check(model, {"x": big}, "TreeEnsembleClassifier", threads=2)
+    assert_node_on_numba_matches(model, {"x": big}, "TreeEnsembleClassifier", threads=2)
 
 
 def test_tree_ensemble_opset5_members_and_leaves():
@@ -164,7 +142,7 @@ def test_tree_ensemble_opset5_members_and_leaves():
     # members differ from the specification's exact test, and from set to set)
     member = [-1.0, 0.0, -2.0, 1.0, 3.0, -7.0, 1e10, np.nan, np.inf]
     x = np.float32([[0.2, v, 0] for v in member] + [[0.9, 0, 0], [np.nan, 0, 0], [np.nan, 1, 0]])
-    check(model, {"x": np.pad(x, ((0, 0), (0, 2)))}, "TreeEnsemble")
+    assert_node_on_numba_matches(model, {"x": np.pad(x, ((0, 0), (0, 2)))}, "TreeEnsemble")
 
 
 def test_integer_input_is_declined_with_a_reason():
@@ -182,7 +160,7 @@ def test_integer_input_is_declined_with_a_reason():
     assert any(d.kind == "dtype" and "int64" in d.reason for d in record.declined), record.declined
     x = np.round(np.nan_to_num(X) * 4).astype(np.int64)
     as_float = ml_model("TreeEnsembleRegressor", T.FLOAT, [("y", T.FLOAT, [None, 1])], ml_opset=1, **attrs)
-    np.testing.assert_allclose(session.run(None, {"x": x})[0], oracle(as_float, {"x": x.astype(np.float32)})[0],
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], run_onnxruntime(as_float, {"x": x.astype(np.float32)})[0],
                                rtol=1e-6)
 
 
@@ -217,7 +195,11 @@ def _sklearn(model, x) -> onnx.ModelProto:
 @pytest.mark.parametrize("kind", ["forest", "gbm", "hist"])
 @pytest.mark.parametrize("classes", [2, 3])
 def test_sklearn_classifiers(kind, classes):
-    from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.ensemble import (
+        GradientBoostingClassifier,
+        HistGradientBoostingClassifier,
+        RandomForestClassifier,
+    )
 
     x, y = _data(classes)
     est = {"forest": RandomForestClassifier(20, max_depth=6, random_state=0),
@@ -225,7 +207,7 @@ def test_sklearn_classifiers(kind, classes):
            "hist": HistGradientBoostingClassifier(max_iter=15, random_state=0)}[kind].fit(x, y)
     xt = x[:60].copy()
     xt[::7, 2] = np.nan if kind == "hist" else xt[::7, 2]
-    check(_sklearn(est, x), {"X": xt}, "TreeEnsembleClassifier")
+    assert_node_on_numba_matches(_sklearn(est, x), {"X": xt}, "TreeEnsembleClassifier")
 
 
 @pytest.mark.parametrize("kind", ["forest", "gbm"])
@@ -236,7 +218,7 @@ def test_sklearn_regressors(kind):
     target = x[:, 0] * 2 + y
     est = (RandomForestRegressor(15, max_depth=6, random_state=0) if kind == "forest"
            else GradientBoostingRegressor(n_estimators=20, random_state=0)).fit(x, target)
-    check(_sklearn(est, x), {"X": x[:60]}, "TreeEnsembleRegressor")
+    assert_node_on_numba_matches(_sklearn(est, x), {"X": x[:60]}, "TreeEnsembleRegressor")
 
 
 def test_lightgbm_and_xgboost_classifiers():
@@ -255,7 +237,7 @@ def test_lightgbm_and_xgboost_classifiers():
             model = convert(est, initial_types=[("X", FloatTensorType([None, 8]))], target_opset=15, **extra)
         xt = x[:50].copy()
         xt[::5, 1] = np.nan
-        check(model, {"X": xt}, "TreeEnsembleClassifier")
+        assert_node_on_numba_matches(model, {"X": xt}, "TreeEnsembleClassifier")
 
 
 def test_a_tree_with_a_cycle_is_an_error_not_a_hang():
