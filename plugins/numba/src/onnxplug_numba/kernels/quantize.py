@@ -32,27 +32,16 @@ def quantize(x, scale, zero_point, lo, hi, y):  # type: ignore[no-untyped-def]
 
 @njit(nogil=True, error_model="numpy", cache=True)
 def dequantize(x, scale, zero_point, y):  # type: ignore[no-untyped-def]
-    """``y[o, c, i] = (x[o, c, i] - zero_point[c]) * scale[c]``, the difference exact in float32."""
+    """``y[o, c, i] = (x[o, c, i] - zero_point[c]) * scale[c]`` as onnxruntime computes it: the
+    difference in integers (exact for 8-bit input; int32 wraps as in C), rounded to float32, then
+    the float32 product."""
     outer, channels, inner = x.shape
     for o in range(outer):
         for c in range(channels):
             s = scale[c]
-            zp = np.float32(zero_point[c])
+            zp = np.int64(zero_point[c])
             for i in range(inner):
-                y[o, c, i] = np.float32((np.float32(x[o, c, i]) - zp) * s)
-
-
-@njit(nogil=True, error_model="numpy", cache=True)
-def dequantize_wide(x, scale, zero_point, y):  # type: ignore[no-untyped-def]
-    """As :func:`dequantize` for int32 input, as onnxruntime: the int32 difference rounded to
-    float32, then the float32 product."""
-    outer, channels, inner = x.shape
-    for o in range(outer):
-        for c in range(channels):
-            s = scale[c]
-            zp = np.int32(zero_point[c])
-            for i in range(inner):
-                y[o, c, i] = np.float32(np.float32(np.int32(x[o, c, i] - zp)) * s)
+                y[o, c, i] = np.float32(np.float32(np.int32(np.int64(x[o, c, i]) - zp)) * s)
 
 
 @njit(nogil=True, error_model="numpy", cache=True)

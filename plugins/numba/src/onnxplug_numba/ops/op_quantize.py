@@ -114,8 +114,7 @@ class DequantizeLinear(_Linear):
         s = np.ascontiguousarray(scale, dtype=np.float32).reshape(-1)
         zp = np.ascontiguousarray(zp).reshape(-1)
         y = np.empty(x3.shape, dtype=np.float32)
-        kernel = kq.dequantize_wide if x.dtype == np.int32 else kq.dequantize
-        self._split(x3, lambda rows: kernel(x3[rows], s, zp, y[rows]))
+        self._split(x3, lambda rows: kq.dequantize(x3[rows], s, zp, y[rows]))
         return y.reshape(x.shape)
 
 
