@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnxplug_sdk import Decline, GraphView, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.kernels import quantize as kq
 from onnxplug_numba.ops._base import NumbaKernel, row_grain
@@ -34,26 +34,42 @@ def _common(node: Node, view: GraphView) -> Decline | None:
     return None
 
 
-def _view(x: np.ndarray, params: tuple[np.ndarray, ...], axis: int, where: str) -> tuple[np.ndarray, int]:
+def _view(x: np.ndarray, params: tuple[np.ndarray, ...], axis: int, where: str) -> np.ndarray:
     """``x`` as (outer, channels, inner) for parameters per tensor (one channel) or per ``axis``."""
     if all(p.size == 1 and (p.ndim <= 1) for p in params) or x.ndim == 0:
-        return x.reshape(1, 1, x.size), 1
+        return x.reshape(1, 1, x.size)
     axis = axis % x.ndim
     channels = x.shape[axis]
     for p in params:
         if p.ndim != 1 or p.size != channels:
             raise ValueError(f"{where}: per-axis parameter must be 1-D with {channels} elements "
                              f"(axis {axis}), got shape {list(p.shape)}")
-    return x.reshape(math.prod(x.shape[:axis]), channels, math.prod(x.shape[axis + 1:])), channels
+    return x.reshape(math.prod(x.shape[:axis]), channels, math.prod(x.shape[axis + 1:]))
 
 
 class _Linear(NumbaKernel):
-    def _split(self, view3: np.ndarray, body) -> None:  # type: ignore[no-untyped-def]
-        outer, channels, inner = view3.shape
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", 1))
+
+    def _apply(self, kernel, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray, out_dtype: np.dtype,
+               *extra) -> np.ndarray:  # type: ignore[no-untyped-def]
+        """``kernel(x rows, scale, zero point, *extra, y rows)`` over the (outer, channels, inner)
+        views of x and a new y, its outer rows split over the threads."""
+        x3 = _view(np.ascontiguousarray(x), (scale, zero_point), self.axis, self.node.describe())
+        s = np.ascontiguousarray(scale, dtype=np.float32).reshape(-1)
+        zp = np.ascontiguousarray(zero_point).reshape(-1)
+        y = np.empty(x3.shape, dtype=out_dtype)
+        outer, channels, inner = x3.shape
+
+        def rows(lo: int, hi: int) -> None:
+            kernel(x3[lo:hi], s, zp, *extra, y[lo:hi])
+
         if outer > 1:
-            self.threads.run(lambda lo, hi: body(slice(lo, hi)), outer, row_grain(channels * inner))
+            self.threads.run(rows, outer, row_grain(channels * inner))
         else:
-            body(slice(0, 1))
+            rows(0, 1)
+        return y.reshape(x.shape)
 
 
 @op("QuantizeLinear", 10)
@@ -75,15 +91,10 @@ class QuantizeLinear(_Linear):
         return True
 
     def compute(self, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None) -> np.ndarray:
-        target = zero_point.dtype if zero_point is not None else _ATTR_TYPES.get(int(self.attr("output_dtype", 0) or 2))
-        zp = zero_point if zero_point is not None else np.zeros(1, dtype=target)
-        x3, channels = _view(np.ascontiguousarray(x), (scale, zp), self.attr("axis", 1), self.node.describe())
-        s = np.ascontiguousarray(scale, dtype=np.float32).reshape(-1)
-        zp = np.ascontiguousarray(zp).reshape(-1)
-        y = np.empty(x3.shape, dtype=target)
-        lo, hi = _EIGHT_BIT[np.dtype(target)]
-        self._split(x3, lambda rows: kq.quantize(x3[rows], s, zp, lo, hi, y[rows]))
-        return y.reshape(x.shape)
+        if zero_point is None:  # the type output_dtype names (uint8 by default), zero point 0
+            zero_point = np.zeros(1, dtype=_ATTR_TYPES.get(int(self.attr("output_dtype", 0) or 2)))
+        lo, hi = _EIGHT_BIT[zero_point.dtype]
+        return self._apply(kq.quantize, x, scale, zero_point, zero_point.dtype, lo, hi)
 
 
 def _target(node: Node, view: GraphView) -> np.dtype | None:
@@ -110,12 +121,7 @@ class DequantizeLinear(_Linear):
 
     def compute(self, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None) -> np.ndarray:
         zp = zero_point if zero_point is not None else np.zeros(1, dtype=x.dtype)
-        x3, channels = _view(np.ascontiguousarray(x), (scale, zp), self.attr("axis", 1), self.node.describe())
-        s = np.ascontiguousarray(scale, dtype=np.float32).reshape(-1)
-        zp = np.ascontiguousarray(zp).reshape(-1)
-        y = np.empty(x3.shape, dtype=np.float32)
-        self._split(x3, lambda rows: kq.dequantize(x3[rows], s, zp, y[rows]))
-        return y.reshape(x.shape)
+        return self._apply(kq.dequantize, x, scale, zp, _F32)
 
 
 @op("DynamicQuantizeLinear", 11)
