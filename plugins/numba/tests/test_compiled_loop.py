@@ -16,23 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 from numba_test_helpers import assert_close, run_numba, run_onnxruntime
 import onnxplug as ort
 from onnxplug.testing.model_suite import build, sample_inputs
-from onnxplug_numba.ops import op_loop
 
 F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
-
-
-@pytest.fixture
-def generic_calls(monkeypatch):
-    """How many Loop calls ran on the generic path."""
-    calls = []
-    original = op_loop.Loop.run_generic
-
-    def spy(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(op_loop.Loop, "run_generic", spy)
-    return calls
 
 
 def loop_model(nodes, carried, scans, inputs, *, trips="n", cond="c", initializers=(), opset=17,

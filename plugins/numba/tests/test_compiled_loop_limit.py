@@ -17,25 +17,10 @@ from onnx import TensorProto, helper, numpy_helper
 from numba_test_helpers import assert_close, run_onnxruntime
 import onnxplug as ort
 from onnxplug.errors import AllocationLimitError
-from onnxplug_numba.ops import op_loop
 
 F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 LIMIT = 2**20
 KEY = "session.onnxplug.max_allocation_bytes"
-
-
-@pytest.fixture
-def generic_calls(monkeypatch):
-    """How many Loop calls ran on the generic path."""
-    calls = []
-    original = op_loop.Loop.run_generic
-
-    def spy(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(op_loop.Loop, "run_generic", spy)
-    return calls
 
 
 def counting_loop(width: int) -> onnx.ModelProto:
