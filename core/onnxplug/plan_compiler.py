@@ -374,6 +374,7 @@ class _Writer:
         """One call per step, its outputs into locals, then ``del`` of the values it read last
         (except ``keep``). Memo steps run only when the run's key was not seen (``if _m is None``)."""
         in_block = False
+        memo_idents = {self.ident(v) for v in self.memo_values}
         for index, step in enumerate(self.plan.steps):
             memo = index in self.memo_indices
             if memo and not in_block:
@@ -434,7 +435,6 @@ class _Writer:
                 # step's values exist only when it ran; other values exist either way
                 inner = [self.names[n] for n in step.release if self.names.get(n) in dead and n in self.memo_values
                          and n not in self.memo_exported]
-                memo_idents = {self.names.get(v) for v in self.memo_values}
                 outer = [d for d in dead if d not in memo_idents]
                 if inner:
                     self.line(f"del {', '.join(inner)}", ind)
