@@ -7,14 +7,23 @@ per-axis formulation; the compiled kernel applies one table along one axis.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from onnxplug_sdk import Decline, GraphView, Node
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 from onnxplug_sdk.helpers import untyped_reason
 
-from onnxplug_numba.kernels.resize import apply_taps
+from onnxplug_numba.kernels import native_parallel
+from onnxplug_numba.kernels.resize import (
+    apply_taps,
+    gather_planes,
+    gather_planes_shared,
+    taps_planes,
+    taps_planes_shared,
+)
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, dtypes_in, row_grain
 from onnxplug_numba.provider import NumbaProvider
+from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS
 
 _MODES = {"nearest", "linear", "cubic"}
 _TRANSFORMS = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -111,6 +120,10 @@ def tap_table(mode: str, nearest: str, a: float, antialias: bool, exclude_outsid
 
 @NumbaProvider.kernel("Resize", 11)
 class Resize(NumbaKernel):
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self._plans: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
         if node.attr("mode", "nearest") not in _MODES or \
@@ -149,8 +162,9 @@ class Resize(NumbaKernel):
         size = [int(np.floor(scale[i] * x.shape[i])) for i in range(r)]
         return scale, size
 
-    def compute(self, x: np.ndarray, roi: np.ndarray | None = None, scales: np.ndarray | None = None,
-                sizes: np.ndarray | None = None) -> np.ndarray:
+    def _plan(self, x: np.ndarray, roi: np.ndarray | None, scales: np.ndarray | None,
+              sizes: np.ndarray | None) -> tuple[Any, ...]:
+        """The tap tables of every resized axis for this call's shapes and parameters."""
         r = x.ndim
         raw_axes = self.attr("axes")
         axes = [int(a) + r if int(a) < 0 else int(a) for a in raw_axes] if raw_axes is not None else list(range(r))
@@ -163,24 +177,90 @@ class Resize(NumbaKernel):
                 roi_full[d], roi_full[r + d] = flat[i], flat[len(axes) + i]
         mode = self.attr("mode", "nearest")
         transform = self.attr("coordinate_transformation_mode", "half_pixel")
-        out = x
+        shape = list(x.shape)
+        steps = []
         for axis in axes:
             axis_roi = None if roi_full is None else (roi_full[axis], roi_full[axis + r])
-            if np.isclose(scale[axis], 1.0) and size[axis] == out.shape[axis] and (
+            if np.isclose(scale[axis], 1.0) and size[axis] == shape[axis] and (
                     axis_roi is None or (np.isclose(axis_roi[0], 0.0) and np.isclose(axis_roi[1], 1.0))):
                 continue
             index, weight, outside = tap_table(
                 mode, self.attr("nearest_mode", "round_prefer_floor"), float(self.attr("cubic_coeff_a", -0.75)),
                 bool(self.attr("antialias", 0)), bool(self.attr("exclude_outside", 0)), transform,
-                out.shape[axis], size[axis], scale[axis], axis_roi)
-            outer = int(math.prod(out.shape[:axis]))
-            inner = int(math.prod(out.shape[axis + 1:]))
-            y = np.empty((outer, size[axis], inner), dtype=x.dtype)
+                shape[axis], size[axis], scale[axis], axis_roi)
+            steps.append((axis, tuple(shape), index, weight, outside if outside is not None and outside.any()
+                          else None))
+            shape[axis] = size[axis]
+        return _planes_plan(steps, x.ndim, tuple(shape)) or ("axes", steps)
+
+    def compute(self, x: np.ndarray, roi: np.ndarray | None = None, scales: np.ndarray | None = None,
+                sizes: np.ndarray | None = None) -> np.ndarray:
+        key = (x.shape, x.dtype.char) + tuple(None if v is None else (v.dtype.char, v.tobytes())
+                                              for v in (roi, scales, sizes))
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) > 64:
+                self._plans.clear()
+            plan = self._plans[key] = self._plan(x, roi, scales, sizes)
+        if plan[0] == "planes":
+            return self._planes(x, plan)
+        out = x
+        for axis, shape, index, weight, outside in plan[1]:
+            outer = int(math.prod(shape[:axis]))
+            inner = int(math.prod(shape[axis + 1:]))
+            out_len = index.shape[0]
+            y = np.empty((outer, out_len, inner), dtype=x.dtype)
             if y.size:
-                src = np.ascontiguousarray(out).reshape(outer, out.shape[axis], inner)
+                src = np.ascontiguousarray(out).reshape(outer, shape[axis], inner)
                 self.threads.run(lambda lo, hi: apply_taps(src[lo:hi], index, weight, y[lo:hi]), outer,
-                                 row_grain(size[axis] * inner * weight.shape[1]))
-            if outside is not None and outside.any():
+                                 row_grain(out_len * inner * weight.shape[1]))
+            if outside is not None:
                 y[:, outside, :] = self.attr("extrapolation_value", 0.0)
-            out = y.reshape(out.shape[:axis] + (size[axis],) + out.shape[axis + 1:])
-        return out if out is not x else x.copy()
+            out = y.reshape(shape[:axis] + (out_len,) + shape[axis + 1:])
+        return out  # no axis resized: the input itself, as Identity
+
+    def _planes(self, x: np.ndarray, plan: tuple[Any, ...]) -> np.ndarray:
+        _, out_shape, gather, ih, wh, iw, ww = plan
+        planes = int(math.prod(x.shape[:-2]))
+        src = np.ascontiguousarray(x).reshape(planes, x.shape[-2], x.shape[-1])
+        y = np.empty((planes,) + out_shape[-2:], dtype=x.dtype)
+        if y.size:
+            work = y.size * (1 if gather else wh.shape[1] + ww.shape[1])
+            parts = min(self.threads.count, planes, work // PARALLEL_MIN_ELEMENTS) \
+                if self.threads.parallel and native_parallel.PRANGE_AVAILABLE else 1
+            if gather:
+                if parts >= 2:
+                    gather_planes_shared(native_parallel.use_threads(parts), src, ih, iw, y)
+                else:
+                    gather_planes(src, ih, iw, y, 0, planes)
+            elif parts >= 2:
+                taps_planes_shared(native_parallel.use_threads(parts), src, ih, wh, iw, ww, y)
+            else:
+                taps_planes(src, ih, wh, iw, ww, y, 0, planes)
+        return y.reshape(out_shape)
+
+
+def _one_hot(index: np.ndarray, weight: np.ndarray) -> np.ndarray | None:
+    """The single source index per output position when every row of weights is one 1 and zeros."""
+    ones = weight == 1.0
+    if not ((ones.sum(axis=1) == 1) & ((ones | (weight == 0.0)).all(axis=1))).all():
+        return None
+    return np.ascontiguousarray(index[np.arange(index.shape[0]), ones.argmax(axis=1)])
+
+
+def _planes_plan(steps: list[tuple[Any, ...]], rank: int, out_shape: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """A plan over (planes, H, W) when only the two innermost axes are resized, H before W, with
+    nothing extrapolated; None otherwise."""
+    if rank < 2 or not steps or any(s[4] is not None for s in steps) or \
+            [s[0] for s in steps] not in ([rank - 2, rank - 1], [rank - 2], [rank - 1]):
+        return None
+    tables = {s[0]: (s[2], s[3]) for s in steps}
+    identity = {rank - 2: steps[0][1][rank - 2], rank - 1: steps[0][1][rank - 1]}
+    for axis, n in identity.items():
+        if axis not in tables:
+            tables[axis] = (np.arange(n, dtype=np.int64)[:, None], np.ones((n, 1)))
+    (ih, wh), (iw, ww) = tables[rank - 2], tables[rank - 1]
+    gh, gw = _one_hot(ih, wh), _one_hot(iw, ww)
+    if gh is not None and gw is not None:
+        return ("planes", out_shape, True, gh, None, gw, None)
+    return ("planes", out_shape, False, ih, wh, np.ascontiguousarray(iw.T.astype(np.int32)), np.ascontiguousarray(ww.T))
