@@ -1,0 +1,259 @@
+"""ConvInteger and QLinearConv (ai.onnx, and com.microsoft's with ``channels_last``) on 8-bit
+input and weights, 1-D or 2-D, any group, pads, strides, dilations and auto_pad, compiled
+(kernels/int_conv.py): exact int32 sums, then int32 out or the numpy provider's requantization.
+
+The weights' layout (packed int8 for VNNI, or centered int16), their zero points and QLinearConv's
+int32 bias are prepared once and kept while W, its zero point and B are constant initializers;
+the requantization multipliers ``x_scale * w_scale / y_scale`` (float32, in that order, as
+onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv) are kept while the scales are the same
+arrays. The geometry is worked out once per input shape. Convs below ``SHARE_MIN_MACS`` run on the
+calling thread; larger ones split their (image, pixel band) items over the session's threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node, output_size
+
+from onnxplug_numba.kernels import int_conv as kic
+from onnxplug_numba.kernels import vnni
+from onnxplug_numba.ops._base import NumbaKernel
+from onnxplug_numba.ops._conv import ConvSpec
+from onnxplug_numba.provider import NumbaProvider
+
+op = NumbaProvider.kernel
+
+_EIGHT_BIT = frozenset({np.dtype(np.uint8), np.dtype(np.int8)})
+_RANGES = {np.dtype(np.uint8): (np.float32(0), np.float32(255)), np.dtype(np.int8): (np.float32(-128), np.float32(127))}
+_F32 = np.dtype(np.float32)
+_I32 = np.dtype(np.int32)
+
+#: Whether to use AVX-512 VNNI where the CPU has it (tests turn it off to check the other kernel).
+USE_VNNI = True
+#: Fewer output channels per group than this take the int16 kernel: VNNI computes 64 at a time.
+VNNI_MIN_CHANNELS = 8
+#: Output pixels per work item (bounds the im2col rows and int32 sums kept at once).
+BAND = 128
+#: Convs with fewer multiply-adds run on the calling thread (a hand-off costs more than they take).
+SHARE_MIN_MACS = 4_000_000
+
+
+def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
+    for i in (x, w):
+        if view.dtype_of(node.inputs[i]) not in _EIGHT_BIT:
+            return Decline("dtype", f"{node.inputs[i]!r} is {view.dtype_of(node.inputs[i])}, not uint8 or int8")
+    t = view.type_of(node.inputs[x])
+    if t is None or t.shape is None or len(t.shape) not in (3, 4):
+        return Decline("shape", f"input {node.inputs[x]!r} is not known to be 1-D or 2-D images (rank 3 or 4)")
+    return None
+
+
+class _IntegerConv(NumbaKernel):
+    """The shared engine: ``_run`` with the weights, zero points, bias and requantization."""
+
+    def __init__(self, node: Node, context: KernelContext, constant: tuple[int, ...]) -> None:
+        super().__init__(node, context)
+        names = [node.inputs[i] if i < len(node.inputs) else "" for i in constant]
+        self.constant = all(not n or n in context.constants for n in names)
+        self._specs: dict[int, ConvSpec] = {}
+        self._geometry: dict[tuple, tuple] = {}
+        self._kept: tuple | None = None
+
+    def _spec(self, rank: int) -> ConvSpec:
+        spec = self._specs.get(rank)
+        if spec is None:
+            spec = self._specs[rank] = ConvSpec.from_node(self.node, rank)
+        return spec
+
+    def _geo(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> tuple:
+        """(geometry vector, output shape, work items, multiply-adds) for these shapes."""
+        key = (x_shape, w_shape)
+        found = self._geometry.get(key)
+        if found is not None:
+            return found
+        if len(w_shape) != len(x_shape):
+            raise ValueError(f"{self.node.describe()}: W {list(w_shape)} does not fit X {list(x_shape)}")
+        spec = self._spec(len(x_shape) - 2)
+        begin, end = spec.pads_for(x_shape[2:], w_shape[2:])
+        strides, dilations = spec.strides, spec.dilations
+        spatial, kernel = x_shape[2:], w_shape[2:]
+        if len(x_shape) == 3:  # 1-D as 2-D of height 1
+            strides, dilations, begin, end = (1, *strides), (1, *dilations), (0, *begin), (0, *end)
+            spatial, kernel = (1, *spatial), (1, *kernel)
+        n, c = x_shape[:2]
+        m, cg = w_shape[:2]
+        group = spec.group
+        if cg * group != c or m % group:
+            raise ValueError(f"{self.node.describe()}: input has {c} channels, W {list(w_shape)} with group "
+                             f"{group} expects {cg * group}")
+        oh, ow = (output_size(spatial[a], kernel[a], strides[a], dilations[a], begin[a], end[a]) for a in (0, 1))
+        if oh <= 0 or ow <= 0:
+            raise ValueError(f"{self.node.describe()}: the window {list(w_shape[2:])} is larger than the padded "
+                             f"input {list(x_shape[2:])}")
+        pixels = oh * ow
+        band = min(BAND, pixels)
+        bands = -(-pixels // band)
+        geo = np.array([c, *spatial, group, cg, m // group, *kernel, *strides, *dilations, begin[0], begin[1],
+                        oh, ow, band, bands], dtype=np.int64)
+        out_shape = (n, m, ow) if len(x_shape) == 3 else (n, m, oh, ow)
+        found = self._geometry[key] = (geo, out_shape, n * bands, n * m * pixels * cg * math.prod(kernel))
+        return found
+
+    def _weights(self, w: np.ndarray, w_zero_point: np.ndarray | None, b: np.ndarray | None) -> tuple:
+        """(vnni?, weight arrays for the kernel, zero points (M,) int64 or None, bias (M,) int64)."""
+        kept = self._kept
+        if kept is not None and kept[0] is w and kept[1] is w_zero_point and kept[2] is b:
+            return kept[3]
+        m = w.shape[0]
+        group = self._spec(w.ndim - 2).group
+        if m % group:
+            raise ValueError(f"{self.node.describe()}: {m} output channels do not split into {group} groups")
+        zp = np.zeros(m, np.int64) if w_zero_point is None else np.asarray(w_zero_point).astype(np.int64).reshape(-1)
+        if zp.size == 1:
+            zp = np.full(m, zp[0], np.int64)
+        elif zp.size != m:
+            raise ValueError(f"{self.node.describe()}: w_zero_point must be one value or one per output channel "
+                             f"({m}), got shape {list(np.shape(w_zero_point))}")
+        bias = np.zeros(m, np.int64) if b is None else np.asarray(b).astype(np.int64).reshape(-1)
+        if bias.size != m:
+            raise ValueError(f"{self.node.describe()}: B must have {m} values, got shape {list(b.shape)}")
+        mg = m // group
+        mat = w.reshape(group, mg, -1)  # (group, M/group, K)
+        if USE_VNNI and vnni.AVAILABLE and mg >= VNNI_MIN_CHANNELS:
+            shift = 128 if w.dtype == np.uint8 else 0
+            signed = (mat.astype(np.int16) - shift).astype(np.int8)
+            parts = [vnni.pack(np.ascontiguousarray(signed[g].T)) for g in range(group)]
+            packed = np.ascontiguousarray(np.stack([p for p, _ in parts]))
+            colsum = np.ascontiguousarray(np.stack([s for _, s in parts]))
+            prepared = (True, (packed, colsum, zp - shift), bias)
+        else:
+            centered = np.ascontiguousarray(mat.astype(np.int16) - zp.reshape(group, mg, 1).astype(np.int16))
+            prepared = (False, (centered,), bias)
+        if self.constant:
+            self._kept = (w, w_zero_point, b, prepared)  # one assignment: threads see the old or the new entry
+        return prepared
+
+    def _run(self, x: np.ndarray, x_zero_point: np.ndarray | None, w: np.ndarray, prepared: tuple,
+             requant: bool, mult: np.ndarray, zp: np.float32, lo: np.float32, hi: np.float32,
+             out_dtype: np.dtype) -> np.ndarray:
+        geo, out_shape, items, macs = self._geo(x.shape, w.shape)
+        use_vnni, weights, bias = prepared
+        if x_zero_point is None:
+            zq = 0
+        elif x_zero_point.size == 1:
+            zq = int(x_zero_point.reshape(-1)[0])
+        else:
+            raise ValueError(f"{self.node.describe()}: x_zero_point must be one value, got shape "
+                             f"{list(x_zero_point.shape)}")
+        flip = 0
+        xu = np.ascontiguousarray(x)
+        if xu.dtype == np.int8:  # int8 as uint8 shifted by 128: VNNI's left operand is unsigned
+            xu, flip, zq = xu.view(np.uint8), 128, zq + 128
+        x4 = xu.reshape(out_shape[0], int(geo[kic.G_C]), int(geo[kic.G_H]), int(geo[kic.G_W]))
+        y = np.empty(out_shape, dtype=out_dtype)
+        y3 = y.reshape(out_shape[0], out_shape[1], -1)
+        if use_vnni:
+            packed, colsum, zs = weights
+
+            def work(lo_item: int, hi_item: int) -> None:
+                kic.conv_vnni(x4, flip, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3,
+                              lo_item, hi_item)
+        else:
+            (centered,) = weights
+
+            def work(lo_item: int, hi_item: int) -> None:
+                kic.conv_int16(x4, flip, zq, centered, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item)
+
+        if macs >= SHARE_MIN_MACS and self.threads.parallel:
+            self.threads.run(work, items, 1)
+        elif items:
+            work(0, items)
+        return y
+
+
+@op("ConvInteger", 10)
+class ConvInteger(_IntegerConv):
+    """Conv of ``x - x_zero_point`` and ``w - w_zero_point`` (per tensor or per output channel), int32."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        found = _check(node, view, 0, 1)
+        return True if found is None else found
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context, (1, 3))
+        self._none = np.zeros(1, np.float32)
+
+    def compute(self, x, w, x_zero_point=None, w_zero_point=None):  # type: ignore[no-untyped-def]
+        prepared = self._weights(w, w_zero_point, None)
+        if prepared[2].size > self._none.size:
+            self._none = np.zeros(prepared[2].size, np.float32)
+        z = np.float32(0)
+        return self._run(x, x_zero_point, w, prepared, False, self._none, z, z, z, _I32)
+
+
+@op("QLinearConv", 10)
+class QLinearConv(_IntegerConv):
+    """Exact integer conv (+ int32 bias), requantized with ``x_scale * w_scale / y_scale`` (per
+    tensor or per output channel) to y_zero_point's type."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        found = _check(node, view, 0, 3)
+        if found is not None:
+            return found
+        ins = node.inputs
+        for i in (1, 4, 6):
+            if view.dtype_of(ins[i]) != _F32:
+                return Decline("dtype", f"scale {ins[i]!r} is {view.dtype_of(ins[i])}, not float32")
+        if len(ins) > 7 and ins[7] and view.dtype_of(ins[7]) not in _EIGHT_BIT:
+            return Decline("dtype", f"y_zero_point {ins[7]!r} is {view.dtype_of(ins[7])}, not uint8 or int8")
+        if len(ins) > 8 and ins[8] and view.dtype_of(ins[8]) != _I32:
+            return Decline("dtype", f"bias {ins[8]!r} is {view.dtype_of(ins[8])}, not int32")
+        return True
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context, (3, 5, 8))
+        self._scales: tuple | None = None
+
+    def _multipliers(self, x_scale: np.ndarray, w_scale: np.ndarray, y_scale: np.ndarray, m: int) -> np.ndarray:
+        kept = self._scales
+        if kept is not None and kept[0] is x_scale and kept[1] is w_scale and kept[2] is y_scale and kept[3] == m:
+            return kept[4]
+        ws = np.asarray(w_scale, dtype=np.float32).reshape(-1)
+        if ws.size not in (1, m):
+            raise ValueError(f"{self.node.describe()}: w_scale must be one value or one per output channel ({m}), "
+                             f"got shape {list(np.shape(w_scale))}")
+        xs = np.asarray(x_scale, dtype=np.float32).reshape(-1)
+        ys = np.asarray(y_scale, dtype=np.float32).reshape(-1)
+        if xs.size != 1 or ys.size != 1:
+            raise ValueError(f"{self.node.describe()}: x_scale and y_scale must be one value each")
+        mult = np.ascontiguousarray(np.broadcast_to(xs[0] * ws / ys[0], (m,)), dtype=np.float32)
+        self._scales = (x_scale, w_scale, y_scale, m, mult)
+        return mult
+
+    def compute(self, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point=None,  # type: ignore[no-untyped-def]
+                b=None):
+        prepared = self._weights(w, w_zero_point, b)
+        mult = self._multipliers(x_scale, w_scale, y_scale, w.shape[0])
+        out_dtype = y_zero_point.dtype if y_zero_point is not None else x.dtype
+        lo, hi = _RANGES[out_dtype]
+        zp = np.float32(0) if y_zero_point is None else np.float32(y_zero_point.reshape(-1)[0])
+        if y_zero_point is not None and y_zero_point.size != 1:
+            raise ValueError(f"{self.node.describe()}: y_zero_point must be one value")
+        return self._run(x, x_zero_point, w, prepared, True, mult, zp, lo, hi, out_dtype)
+
+
+@op("QLinearConv", 1, domain="com.microsoft")
+class QLinearConvChannelsLast(QLinearConv):
+    """com.microsoft QLinearConv: with ``channels_last`` the input and output are N...C."""
+
+    def compute(self, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point=None,  # type: ignore[no-untyped-def]
+                b=None):
+        if not self.attr("channels_last", 0):
+            return super().compute(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, b)
+        y = super().compute(np.moveaxis(x, -1, 1), x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+                            y_zero_point, b)
+        return np.ascontiguousarray(np.moveaxis(y, 1, -1))
