@@ -34,6 +34,24 @@ from onnxplug.provider import ExecutionProvider
 from onnxplug.provider_specs import ProviderSpec, create_providers
 
 
+def _outer_constants(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
+    """The values among ``names`` (a subgraph's outer-scope reads) that an enclosing graph holds as
+    constant initializers (not also its inputs, which a feed may override): a body's kernels may
+    treat them as constants as the enclosing graph's kernels do."""
+    found: dict[str, Any] = {}
+    for name in names:
+        g = graph.parent
+        while g is not None:
+            if name in g.initializers:
+                if all(vi.name != name for vi in g.inputs):
+                    found[name] = g.initializers[name]
+                break
+            if name in g.defined_names():
+                break
+            g = g.parent
+    return found
+
+
 @dataclass(frozen=True)
 class BoundPlan:
     """A plan for inputs fed on devices and outputs left there (:meth:`Engine.plan_for`)."""
@@ -113,6 +131,7 @@ class Engine:
         threads = int(self.options.intra_op_num_threads)
         fed = {vi.name for vi in graph.inputs}
         constants = {name: value for name, value in graph.initializers.items() if name not in fed}
+        constants.update(_outer_constants(graph, outer))
 
         def make_kernel(group: Group) -> Kernel:
             context = KernelContext(group.provider, threads, self._compile_subgraph, constants)
