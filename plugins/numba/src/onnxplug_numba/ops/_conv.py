@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import weakref
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+import numba
 import numpy as np
 from onnxplug_sdk import Node, output_size, resolve_pads
 
@@ -126,12 +127,6 @@ def activation_of(node: Node | None, consts: dict[str, float] | None = None) -> 
     raise ValueError(f"{node.describe()} is not an activation the conv epilogue computes")
 
 
-def _as_2d(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    if x.ndim == 3:
-        return x[:, :, None, :], w[:, :, None, :], True
-    return x, w, False
-
-
 @functools.lru_cache(maxsize=1024)
 def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """(pads begin, pads end, strides, dilations, output size), each as 2-D (1-D convs get a
@@ -159,125 +154,163 @@ def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
     return tuple(begin), tuple(end), (sh, sw), (dh, dw), (oh, ow)
 
 
+ConvCall = Callable[[np.ndarray, "np.ndarray | None"], np.ndarray]
+
+
 def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, threads: ThreadControl,
          residual: np.ndarray | None = None, act: tuple[int, float, float] = (0, 0.0, 0.0),
          constant_weight: bool = False) -> np.ndarray:
     """ONNX Conv of a (N, C, L) or (N, C, H, W) float input, with the fused epilogue.
     ``constant_weight``: ``w`` is a constant of the model, so layouts derived from it may be kept
     across calls (a fed weight may be changed in place between runs)."""
-    one_d = x.ndim == 3
-    x4, w4, _ = _as_2d(np.ascontiguousarray(x), np.ascontiguousarray(w))
-    begin, end, (sh, sw), (dh, dw), (oh, ow) = _geometry(spec, x.shape, w.shape)
-    n, c, h, wd = x4.shape
+    return conv_call(x.shape, x.dtype, w, bias, spec, threads, residual is not None, act, constant_weight)(x, residual)
+
+
+def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec,
+              threads: ThreadControl, has_residual: bool, act: tuple[int, float, float] = (0, 0.0, 0.0),
+              constant_weight: bool = False) -> ConvCall:
+    """The conv of inputs of ``x_shape`` with this weight and bias, as ``call(x, residual)``: the
+    geometry, the path and the weight layouts are settled here, so a call allocates the output and
+    runs the kernel. Valid while ``w`` and ``bias`` hold the same values (callers keep it across
+    runs for constant ones only)."""
+    one_d = len(x_shape) == 3
+    w4 = np.ascontiguousarray(w)
+    if one_d:
+        w4 = w4[:, :, None, :]
+    begin, end, (sh, sw), (dh, dw), (oh, ow) = _geometry(spec, tuple(x_shape), w.shape)
+    n, c = x_shape[0], x_shape[1]
+    h, wd = (1, x_shape[2]) if one_d else (x_shape[2], x_shape[3])
     m, cg, kh, kw = w4.shape
     group = spec.group
-    dtype = x4.dtype
+    dtype = np.dtype(dtype)
     b = np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
-    y = np.empty((n, m, oh, ow), dtype=dtype)
-    res = None if residual is None else np.ascontiguousarray(residual, dtype=dtype).reshape(n, m, oh, ow)
+    y_shape = (n, m, oh, ow)
+    out_shape = (n, m, ow) if one_d else y_shape
     code, alpha, beta = act
-    threads.blas()
     macs = n * m * oh * ow * cg * kh * kw
+
+    def inputs(x: np.ndarray, residual: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        threads.blas()
+        x4 = np.ascontiguousarray(x)
+        if one_d:
+            x4 = x4[:, :, None, :]
+        res = None if residual is None else np.ascontiguousarray(residual, dtype=dtype).reshape(y_shape)
+        return x4, res, np.empty(y_shape, dtype=dtype)
+
     # one input channel and group 1 (silero-vad's STFT: 258 outputs, 256 taps) is a plain product:
     # the per-plane depthwise loops would run taps x outputs short loops instead of one GEMM
     depthwise = cg == 1 and group == c and (group > 1 or kh * kw <= 9)
     native = native_parallel.AVAILABLE and threads.parallel and dtype == _FLOAT32 \
         and macs >= (_NATIVE_MIN_DEPTHWISE_MACS if depthwise else _NATIVE_MIN_MACS)
     if depthwise:
-        resid = res if res is not None else y
-        if native:
-            count = native_parallel.use_threads(threads.count)
-            native_parallel.depthwise_conv(x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw,
-                                           begin[0], begin[1], y, min(n * m, 4 * count))
-            return y.reshape((n, m, ow)) if one_d else y
         grain = n * m if macs < _SHARE_MIN_DEPTHWISE_MACS else 1
-        threads.run(lambda lo, hi: kdepthwise.depthwise_phased(
-            x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw, begin[0], begin[1], y, lo, hi),
-            n * m, grain)
-        return y.reshape((n, m, ow)) if one_d else y
+
+        def depthwise_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+            x4, res, y = inputs(x, residual)
+            resid = res if res is not None else y
+            if native:
+                count = native_parallel.use_threads(threads.count)
+                native_parallel.depthwise_conv(x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw,
+                                               begin[0], begin[1], y, min(n * m, 4 * count))
+            else:
+                threads.run(lambda lo, hi: kdepthwise.depthwise_phased(
+                    x4, w4, b, resid, res is not None, code, alpha, beta, sh, sw, dh, dw, begin[0], begin[1], y,
+                    lo, hi), n * m, grain)
+            return y.reshape(out_shape)
+        return depthwise_call
     mg = m // group
     wmat = w4.reshape(group, mg, cg * kh * kw)
-    y3 = y.reshape(n, m, oh * ow)
-    r3 = res.reshape(n, m, oh * ow) if res is not None else None
     pointwise = kh == kw == 1 and sh == sw == 1 and not any(begin) and not any(end)
-    epilogue = bias is not None or res is not None or code != 0
     if native and pointwise and group == 1:
-        count = native_parallel.use_threads(threads.count)
         p = oh * ow
-        if n < count and m >= _POINTWISE_SPLIT_MIN_CHANNELS * count:
-            native_channels.pointwise_channel_split(wmat[0], x4.reshape(n, c, p), b, r3 if r3 is not None else y3,
-                                                    r3 is not None, code, alpha, beta, y3, count)
-            return y.reshape((n, m, ow)) if one_d else y
-        bands = max(1, min(-(-4 * count // n), p // 64))  # a few items per thread, 64+ columns each
-        native_parallel.pointwise_conv(wmat[0], x4.reshape(n, c, p), b, r3 if r3 is not None else y3,
-                                       r3 is not None, code, alpha, beta, y3, bands)
-        return y.reshape((n, m, ow)) if one_d else y
+
+        def pointwise_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+            x4, res, y = inputs(x, residual)
+            y3 = y.reshape(n, m, p)
+            r3 = res.reshape(n, m, p) if res is not None else y3
+            count = native_parallel.use_threads(threads.count)
+            if n < count and m >= _POINTWISE_SPLIT_MIN_CHANNELS * count:
+                native_channels.pointwise_channel_split(wmat[0], x4.reshape(n, c, p), b, r3, res is not None,
+                                                        code, alpha, beta, y3, count)
+            else:
+                bands = max(1, min(-(-4 * count // n), p // 64))  # a few items per thread, 64+ columns each
+                native_parallel.pointwise_conv(wmat[0], x4.reshape(n, c, p), b, r3, res is not None,
+                                               code, alpha, beta, y3, bands)
+            return y.reshape(out_shape)
+        return pointwise_call
     pitch = max(wd + begin[1], ow + (kw - 1) * dw)
     pitched = not pointwise and sh == sw == 1 and (pitch - ow) * 8 <= ow  # few wasted columns
-    if not native and not pointwise and native_parallel.AVAILABLE and dtype == _FLOAT32 \
-            and macs < _SHARE_MIN_MACS:
-        # a small conv, on this thread alone: the compiled kernel on one thread (one band per
-        # image) skips the Python path's per-band buffers and calls
-        native_parallel.use_threads(1)
-        resid = res if res is not None else y
-        if pitched and group == 1 and TAP_PRODUCTS:
-            native_parallel.tap_conv(x4, _tap_weights(w4, constant_weight), b, resid, res is not None, code, alpha, beta, kh, kw,
-                                     dh, dw, begin[0], begin[1], y, 1)
+    alone = not native and not pointwise and native_parallel.AVAILABLE and dtype == _FLOAT32 \
+        and macs < _SHARE_MIN_MACS
+    if native or alone:
+        # a small conv runs the compiled kernel on this thread alone (one band per image): no
+        # per-band buffers and calls of the Python path; larger ones share it in a prange region
+        # (so no pool thread competes with its spinning workers)
+        pool = max(1, min(threads.count, numba.config.NUMBA_NUM_THREADS))  # use_threads' count
+        split = native and group == 1 and n < pool and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * pool and m >= 16 * pool
+        taps = pitched and group == 1 and TAP_PRODUCTS and not split
+        weights = _tap_weights(w4, constant_weight) if taps else wmat
+        if split:
+            kernel, steps = native_channels.channel_split_conv, (kh, kw, sh, sw, dh, dw)
+        elif taps:
+            kernel, steps = native_parallel.tap_conv, (kh, kw, dh, dw)
         elif pitched:
-            native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
-                                         begin[0], begin[1], y, 1)
+            kernel, steps = native_parallel.pitched_conv, (kh, kw, dh, dw)
         else:
-            native_parallel.im2col_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, sh, sw,
-                                        dh, dw, begin[0], begin[1], y, 1)
-        return y.reshape((n, m, ow)) if one_d else y
-    if native:  # in a prange region, so no pool thread competes with its spinning workers
-        count = native_parallel.use_threads(threads.count)
-        resid = res if res is not None else y
-        if group == 1 and n < count and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * count and m >= 16 * count:
-            native_channels.channel_split_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw,
-                                               sh, sw, dh, dw, begin[0], begin[1], y, count)
-            return y.reshape((n, m, ow)) if one_d else y
-        # two items per thread with 4+ rows each; small images one band per thread, as thinner
-        # bands make BLAS pack the whole weight matrix once per band
-        bands = max(1, min(oh // 4, -(-2 * count // n))) if oh * ow >= 256 else max(1, min(oh, -(-count // n)))
-        if pitched and group == 1 and TAP_PRODUCTS:
-            native_parallel.tap_conv(x4, _tap_weights(w4, constant_weight), b, resid, res is not None, code, alpha, beta, kh, kw,
-                                     dh, dw, begin[0], begin[1], y, bands)
-        elif pitched:
-            native_parallel.pitched_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, dh, dw,
-                                         begin[0], begin[1], y, bands)
-        else:
-            native_parallel.im2col_conv(x4, wmat, b, resid, res is not None, code, alpha, beta, kh, kw, sh, sw,
-                                        dh, dw, begin[0], begin[1], y, bands)
-        return y.reshape((n, m, ow)) if one_d else y
+            kernel, steps = native_parallel.im2col_conv, (kh, kw, sh, sw, dh, dw)
+
+        def native_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+            x4, res, y = inputs(x, residual)
+            count = native_parallel.use_threads(threads.count if native else 1)
+            if not native:
+                bands = 1
+            elif split:
+                bands = count
+            elif oh * ow >= 256:
+                # two items per thread with 4+ rows each; small images one band per thread, as
+                # thinner bands make BLAS pack the whole weight matrix once per band
+                bands = max(1, min(oh // 4, -(-2 * count // n)))
+            else:
+                bands = max(1, min(oh, -(-count // n)))
+            kernel(x4, weights, b, res if res is not None else y, res is not None, code, alpha, beta, *steps,
+                   begin[0], begin[1], y, bands)
+            return y.reshape(out_shape)
+        return native_call
     # work items of the Python paths: (image, first output row, end row); one image splits into
     # row bands when the batch alone cannot keep every thread busy
     bands = max(1, min(oh, -(-threads.count // n))) if macs >= _SHARE_MIN_MACS else 1
     items = [(i, oh * k // bands, oh * (k + 1) // bands) for i in range(n) for k in range(bands)]
-    if pitched:
-        pitched_conv(x4, wmat, (kh, kw), b, r3, (code, alpha, beta), (sh, dh, dw), begin, (oh, ow), y, items,
-                     threads, 1 if macs >= _SHARE_MIN_MACS else len(items))
-        return y.reshape((n, m, ow)) if one_d else y
+    grain = 1 if macs >= _SHARE_MIN_MACS else len(items)
+    epilogue = bias is not None or has_residual or code != 0
 
-    def work(lo: int, hi: int) -> None:
-        for i, r0, r1 in items[lo:hi]:
-            p0, p1 = r0 * ow, r1 * ow
-            cols = None if pointwise else np.empty((cg * kh * kw, p1 - p0), dtype=dtype)
-            for g in range(group):
-                if pointwise:
-                    src = x4[i, g * cg:(g + 1) * cg].reshape(cg, h * wd)[:, p0:p1]
-                else:
-                    kconv.im2col(x4[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw,
-                                 begin[0] - r0 * sh, begin[1], r1 - r0, ow, cols)
-                    src = cols
-                np.matmul(wmat[g], src, out=y3[i, g * mg:(g + 1) * mg, p0:p1])
-            if epilogue:
-                tile = y3[i:i + 1, :, p0:p1]
-                kconv.epilogue(tile, b, r3[i:i + 1, :, p0:p1] if r3 is not None else tile, r3 is not None,
-                               code, alpha, beta)
+    def python_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+        x4, res, y = inputs(x, residual)
+        y3 = y.reshape(n, m, oh * ow)
+        r3 = res.reshape(n, m, oh * ow) if res is not None else None
+        if pitched:
+            pitched_conv(x4, wmat, (kh, kw), b, r3, act, (sh, dh, dw), begin, (oh, ow), y, items, threads, grain)
+            return y.reshape(out_shape)
 
-    threads.run(work, len(items), 1 if macs >= _SHARE_MIN_MACS else len(items))
-    return y.reshape((n, m, ow)) if one_d else y
+        def work(lo: int, hi: int) -> None:
+            for i, r0, r1 in items[lo:hi]:
+                p0, p1 = r0 * ow, r1 * ow
+                cols = None if pointwise else np.empty((cg * kh * kw, p1 - p0), dtype=dtype)
+                for g in range(group):
+                    if pointwise:
+                        src = x4[i, g * cg:(g + 1) * cg].reshape(cg, h * wd)[:, p0:p1]
+                    else:
+                        kconv.im2col(x4[i], g * cg, (g + 1) * cg, kh, kw, sh, sw, dh, dw,
+                                     begin[0] - r0 * sh, begin[1], r1 - r0, ow, cols)
+                        src = cols
+                    np.matmul(wmat[g], src, out=y3[i, g * mg:(g + 1) * mg, p0:p1])
+                if epilogue:
+                    tile = y3[i:i + 1, :, p0:p1]
+                    kconv.epilogue(tile, b, r3[i:i + 1, :, p0:p1] if r3 is not None else tile, r3 is not None,
+                                   code, alpha, beta)
+
+        threads.run(work, len(items), grain)
+        return y.reshape(out_shape)
+    return python_call
 
 
 @functools.lru_cache(maxsize=256)

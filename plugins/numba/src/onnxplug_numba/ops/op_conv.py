@@ -8,7 +8,7 @@ from onnxplug_sdk import Decline, GraphView, KernelContext, Node, conv_transpose
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
-from onnxplug_numba.ops._conv import ConvSpec, decode, conv
+from onnxplug_numba.ops._conv import ConvCall, ConvSpec, conv, conv_call, decode
 from onnxplug_numba.provider import NumbaProvider
 
 
@@ -34,6 +34,10 @@ def conv_supported(node: Node, view: GraphView) -> bool | Decline:
     return all_present_same(view, node, FLOAT_TYPES)
 
 
+#: Input shapes whose conv calls a kernel keeps (all are dropped when a new one would pass this).
+_CALLS_KEPT = 16
+
+
 @NumbaProvider.kernel("Conv")
 class Conv(NumbaKernel):
     """ONNX Conv: depthwise direct kernel, or im2col + BLAS; bias in the compiled epilogue."""
@@ -42,6 +46,11 @@ class Conv(NumbaKernel):
         super().__init__(node, context)
         self._specs: dict[int, ConvSpec] = {}
         self.constant_weight = len(node.inputs) > 1 and node.inputs[1] in context.constants
+        bias = node.inputs[2] if len(node.inputs) > 2 else ""
+        # constant weight and bias: each input shape's call (geometry, path, layouts) is kept
+        self._calls: dict[tuple[tuple[int, ...], bool], ConvCall] | None = \
+            {} if self.constant_weight and (not bias or bias in context.constants) else None
+        self.act: tuple[int, float, float] = (0, 0.0, 0.0)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -53,8 +62,20 @@ class Conv(NumbaKernel):
             spec = self._specs[rank] = ConvSpec.from_node(self.node, rank)
         return spec
 
-    def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, constant_weight=self.constant_weight)
+    def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
+                z: np.ndarray | None = None) -> np.ndarray:
+        calls = self._calls
+        if calls is None:
+            return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=self.act,
+                        constant_weight=self.constant_weight)
+        key = (x.shape, z is not None)
+        call = calls.get(key)
+        if call is None:
+            if len(calls) >= _CALLS_KEPT:
+                calls.clear()
+            call = calls[key] = conv_call(x.shape, x.dtype, w, b, self.spec(x.ndim - 2), self.threads,
+                                          z is not None, self.act, constant_weight=True)
+        return call(x, z)
 
 
 _FUSED_ACTIVATIONS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", ""}
@@ -119,12 +140,7 @@ class FusedConv(Conv):
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
-        self.act = fused_activation(node)  # read once, not per call
-
-    def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
-                z: np.ndarray | None = None) -> np.ndarray:
-        return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=self.act,
-                    constant_weight=self.constant_weight)
+        self.act = fused_activation(node)  # type: ignore[assignment]  # read once, not per call
 
 
 @NumbaProvider.kernel("ConvTranspose")
