@@ -4,11 +4,13 @@ InstanceNormalization: data movement or index logic on plain dtypes, exact with 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node, numpy_dtype, onnx_type_name
 
 from onnxplug_numba.kernels import norm as knorm
+from onnxplug_numba.ops._pad import pad as pad_by_slices
 from onnxplug_numba.ops._base import PLAIN_DTYPES, FLOAT_TYPES, HostKernel, NumbaKernel, row_grain, all_present_same
 from onnxplug_numba.provider import NumbaProvider
 
@@ -49,7 +51,8 @@ class CastLike(HostKernel):
 
 @op("Pad", 2)
 class Pad(HostKernel):
-    """constant, reflect, edge and wrap padding; negative pads crop."""
+    """constant, reflect, edge and wrap padding; negative pads crop. Constant pads, value and
+    axes are read once; each input shape's crop and margins are worked out once."""
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -59,26 +62,50 @@ class Pad(HostKernel):
             return Decline("attribute", f"mode {mode!r} is not one of constant, reflect, edge, wrap")
         return super().supports(node, view)
 
-    def compute(self, x: np.ndarray, pads: np.ndarray | None = None, value: np.ndarray | None = None,
-                axes: np.ndarray | None = None) -> np.ndarray:
-        if self.node.opset < 11:
-            flat = [int(p) for p in self.attr("pads")]
-            fill = float(self.attr("value", 0.0))
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        mode = self.attr("mode", "constant")
+        self.mode = mode.decode() if isinstance(mode, bytes) else mode
+        self.fixed: tuple[list[int], Any, list[int] | None] | None = None
+        if node.opset < 11:
+            self.fixed = ([int(p) for p in self.attr("pads")], float(self.attr("value", 0.0)), None)
         else:
-            flat = _ints(pads)
-            fill = value.reshape(-1)[0] if value is not None and value.size else 0
-        picked = _ints(axes) if axes is not None else list(range(x.ndim))
-        picked = [a + x.ndim if a < 0 else a for a in picked]
-        width = [(0, 0)] * x.ndim
+            inputs = list(node.inputs) + [""] * (4 - len(node.inputs))
+            consts = context.constants
+            if all(not name or name in consts for name in inputs[1:4]):
+                pads, value, axes = (consts[name] if name else None for name in inputs[1:4])
+                self.fixed = (_ints(pads), self._fill(value), _ints(axes) if axes is not None else None)
+        self.shapes: dict[tuple[int, ...], tuple[tuple[slice, ...], list[tuple[int, int]]]] = {}
+
+    @staticmethod
+    def _fill(value: np.ndarray | None) -> Any:
+        return value.reshape(-1)[0] if value is not None and value.size else 0
+
+    def _geometry(self, shape: tuple[int, ...], flat: list[int], axes: list[int] | None
+                  ) -> tuple[tuple[slice, ...], list[tuple[int, int]]]:
+        ndim = len(shape)
+        picked = axes if axes is not None else list(range(ndim))
+        picked = [a + ndim if a < 0 else a for a in picked]
+        width = [(0, 0)] * ndim
         for i, a in enumerate(picked):
             width[a] = (flat[i], flat[i + len(picked)])
-        crop = tuple(slice(max(0, -b), x.shape[d] - max(0, -e)) for d, (b, e) in enumerate(width))
-        x = x[crop]
-        grow = [(max(0, b), max(0, e)) for b, e in width]
-        mode = self.attr("mode", "constant")
-        if mode == "constant":
-            return np.pad(x, grow, mode="constant", constant_values=fill)
-        return np.pad(x, grow, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])
+        crop = tuple(slice(max(0, -b), shape[d] - max(0, -e)) for d, (b, e) in enumerate(width))
+        return crop, [(max(0, b), max(0, e)) for b, e in width]
+
+    def compute(self, x: np.ndarray, pads: np.ndarray | None = None, value: np.ndarray | None = None,
+                axes: np.ndarray | None = None) -> np.ndarray:
+        if self.fixed is not None:
+            flat, fill, picked = self.fixed
+            geometry = self.shapes.get(x.shape)
+            if geometry is None:
+                if len(self.shapes) >= 16:
+                    self.shapes.clear()
+                geometry = self.shapes[x.shape] = self._geometry(x.shape, flat, picked)
+        else:
+            fill = self._fill(value)
+            geometry = self._geometry(x.shape, _ints(pads), _ints(axes) if axes is not None else None)
+        crop, grow = geometry
+        return pad_by_slices(x[crop], grow, self.mode, fill)
 
 
 class _ArgExtreme(HostKernel):
