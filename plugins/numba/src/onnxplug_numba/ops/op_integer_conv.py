@@ -44,8 +44,12 @@ def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
     for i in (x, w):
         if view.dtype_of(node.inputs[i]) not in _EIGHT_BIT:
             return Decline("dtype", f"{node.inputs[i]!r} is {view.dtype_of(node.inputs[i])}, not uint8 or int8")
-    t = view.type_of(node.inputs[x])
-    if t is None or t.shape is None or len(t.shape) not in (3, 4):
+    # X's rank, else W's (a contrib op's output may have no inferred shape), else kernel_shape's
+    ranks = [len(t.shape) for t in (view.type_of(node.inputs[x]), view.type_of(node.inputs[w]))
+             if t is not None and t.shape is not None]
+    if node.attr("kernel_shape"):
+        ranks.append(len(node.attr("kernel_shape")) + 2)
+    if not ranks or ranks[0] not in (3, 4):
         return Decline("shape", f"input {node.inputs[x]!r} is not known to be 1-D or 2-D images (rank 3 or 4)")
     return None
 
@@ -73,8 +77,9 @@ class _IntegerConv(NumbaKernel):
         found = self._geometry.get(key)
         if found is not None:
             return found
-        if len(w_shape) != len(x_shape):
-            raise ValueError(f"{self.node.describe()}: W {list(w_shape)} does not fit X {list(x_shape)}")
+        if len(w_shape) != len(x_shape) or len(x_shape) not in (3, 4):
+            raise ValueError(f"{self.node.describe()}: computes 1-D or 2-D convs; got X {list(x_shape)}, "
+                             f"W {list(w_shape)}")
         spec = self._spec(len(x_shape) - 2)
         begin, end = spec.pads_for(x_shape[2:], w_shape[2:])
         strides, dilations = spec.strides, spec.dilations

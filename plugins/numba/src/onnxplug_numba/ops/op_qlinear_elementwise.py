@@ -1,0 +1,150 @@
+"""com.microsoft QLinearAdd and QLinearGlobalAveragePool on uint8 or int8, per-tensor parameters,
+compiled, in the numpy provider's arithmetic step by step (onnxplug.providers.numpy.ops.
+com_microsoft: _qlinear_binary, op_qlinear_global_average_pool), which matches onnxruntime's:
+QLinearAdd dequantizes each side as ``(float32(q) - float32(zero_point)) * scale``, adds in float32
+and quantizes ``rint(sum / c_scale) + c_zero_point`` saturated; broadcast operands are expanded
+first. QLinearGlobalAveragePool sums each plane exactly, subtracts ``zero_point * count``, takes
+float32 of it times ``float32(x_scale) / count`` and quantizes the same way, NC... or (with
+``channels_last``) N...C.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from onnxplug_sdk import Decline, GraphView, Node
+
+from onnxplug_numba.ops._base import NumbaKernel, row_grain
+from onnxplug_numba.provider import NumbaProvider
+
+_MS = "com.microsoft"
+_EIGHT_BIT = {np.dtype(np.uint8): (np.float32(0), np.float32(255)),
+              np.dtype(np.int8): (np.float32(-128), np.float32(127))}
+_F32 = np.dtype(np.float32)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def _add(a, b, sa, za, sb, zb, sc, zc, lo, hi, c):  # type: ignore[no-untyped-def]
+    """c = quantize(dequantize(a) + dequantize(b)) over flat arrays of one size."""
+    for i in range(c.size):
+        fa = (np.float32(a[i]) - za) * sa
+        fb = (np.float32(b[i]) - zb) * sb
+        v = np.rint(np.float32(fa + fb) / sc) + zc
+        c[i] = min(max(v, lo), hi)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def _mean_planes(x, zx, count, factor, sy, zy, lo, hi, y):  # type: ignore[no-untyped-def]
+    """y[o, i] = quantize(float32(sum_s x[o, s, i] - zx * count) * factor) over (outer, S, inner) x."""
+    outer, spatial, inner = x.shape
+    sums = np.zeros(inner, dtype=np.int64)
+    for o in range(outer):
+        if inner == 1:  # NC...: one contiguous plane
+            total = 0
+            for s in range(spatial):
+                total += np.int64(x[o, s, 0])
+            sums[0] = total
+        else:
+            sums[:] = 0
+            for s in range(spatial):
+                row = x[o, s]
+                for i in range(inner):
+                    sums[i] += np.int64(row[i])
+        for i in range(inner):
+            mean = np.float32(sums[i] - zx * count) * factor
+            v = np.rint(np.float32(mean / sy)) + zy
+            y[o, i] = min(max(v, lo), hi)
+
+
+def _scalar(kernel: NumbaKernel, name: str, value: np.ndarray | None, dtype: type) -> object:
+    """A per-tensor parameter as a numpy scalar (0 when omitted)."""
+    if value is None:
+        return dtype(0)
+    if value.size != 1:
+        raise ValueError(f"{kernel.node.describe()}: {name} must be one value (per tensor), "
+                         f"got shape {list(value.shape)}")
+    return dtype(value.reshape(-1)[0])
+
+
+def _eight_bit(node: Node, view: GraphView, data: tuple[int, ...], scales: tuple[int, ...]) -> bool | Decline:
+    for i in data:
+        if view.dtype_of(node.inputs[i]) not in _EIGHT_BIT:
+            return Decline("dtype", f"{node.inputs[i]!r} is {view.dtype_of(node.inputs[i])}, not uint8 or int8")
+    if len({view.dtype_of(node.inputs[i]) for i in data}) > 1:
+        return Decline("dtype", "the quantized inputs differ in type")
+    for i in scales:
+        if view.dtype_of(node.inputs[i]) != _F32:
+            return Decline("dtype", f"scale {node.inputs[i]!r} is {view.dtype_of(node.inputs[i])}, not float32")
+    return True
+
+
+@NumbaProvider.kernel("QLinearAdd", 1, domain=_MS)
+class QLinearAdd(NumbaKernel):
+    """C = quantize(dequantize(A) + dequantize(B)), broadcasting as numpy."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        return _eight_bit(node, view, (0, 3), (1, 4, 6))
+
+    def compute(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point=None):  # type: ignore[no-untyped-def]
+        if a.dtype != b.dtype or a.dtype not in _EIGHT_BIT:
+            raise ValueError(f"{self.node.describe()}: A and B must be one 8-bit type, got {a.dtype} and {b.dtype}")
+        f32 = np.float32
+        params = (_scalar(self, "A_scale", a_scale, f32), _scalar(self, "A_zero_point", a_zero_point, f32),
+                  _scalar(self, "B_scale", b_scale, f32), _scalar(self, "B_zero_point", b_zero_point, f32),
+                  _scalar(self, "C_scale", c_scale, f32), _scalar(self, "C_zero_point", c_zero_point, f32),
+                  *_EIGHT_BIT[a.dtype])
+        if a.shape != b.shape:
+            shape = np.broadcast_shapes(a.shape, b.shape)
+            a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+        fa, fb = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
+        c = np.empty(a.shape, dtype=a.dtype)
+        fc = c.reshape(-1)
+        size = fc.size
+        grain = row_grain(1)
+        if size >= 2 * grain and self.threads.parallel:
+            self.threads.run(lambda lo, hi: _add(fa[lo:hi], fb[lo:hi], *params, fc[lo:hi]), size, grain)
+        else:
+            _add(fa, fb, *params, fc)
+        return c
+
+
+@NumbaProvider.kernel("QLinearGlobalAveragePool", 1, domain=_MS)
+class QLinearGlobalAveragePool(NumbaKernel):
+    """Y = quantize(mean over the spatial axes of dequantize(X)); the spatial axes kept as 1."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        found = _eight_bit(node, view, (0,), (1, 3))
+        if found is not True:
+            return found
+        if len(node.inputs) > 4 and node.inputs[4] and view.dtype_of(node.inputs[4]) != view.dtype_of(node.inputs[0]):
+            return Decline("dtype", "y_zero_point's type is not X's")
+        return True
+
+    def compute(self, x, x_scale, x_zero_point, y_scale, y_zero_point=None):  # type: ignore[no-untyped-def]
+        if x.dtype not in _EIGHT_BIT or x.ndim < 3:
+            raise ValueError(f"{self.node.describe()}: X must be uint8 or int8 with spatial axes, got {x.dtype} "
+                             f"{list(x.shape)}")
+        last = bool(self.attr("channels_last", 0))
+        n = x.shape[0]
+        channels = x.shape[-1] if last else x.shape[1]
+        count = math.prod(x.shape[1:-1] if last else x.shape[2:])
+        # (outer, spatial, inner): N...C is (N, S, C); NC... is (N*C, S, 1)
+        x3 = np.ascontiguousarray(x).reshape((n, count, channels) if last else (n * channels, count, 1))
+        factor = np.float32(_scalar(self, "x_scale", x_scale, np.float32)) / np.float32(count)
+        zx = int(_scalar(self, "x_zero_point", x_zero_point, np.int64))
+        out_shape = (n, *([1] * (x.ndim - 2)), channels) if last else (n, channels, *([1] * (x.ndim - 2)))
+        y = np.empty(out_shape, dtype=x.dtype)
+        y2 = y.reshape(x3.shape[0], x3.shape[2])
+        params = (zx, count, factor, _scalar(self, "y_scale", y_scale, np.float32),
+                  _scalar(self, "y_zero_point", y_zero_point, np.float32), *_EIGHT_BIT[x.dtype])
+        outer = x3.shape[0]
+        grain = row_grain(count * x3.shape[2])
+        if outer >= 2 * grain and self.threads.parallel:
+            self.threads.run(lambda lo, hi: _mean_planes(x3[lo:hi], *params, y2[lo:hi]), outer, grain)
+        else:
+            _mean_planes(x3, *params, y2)
+        return y
