@@ -40,6 +40,17 @@ _CONTRIB: dict[str, dict[int, int | tuple[int]]] = {
     "FusedMatMul": {0: 0},
     "FusedGemm": {0: 0},
     "FusedConv": {0: 0},
+    "QEmbedLayerNormalization": {0: (TensorProto.FLOAT,), 1: (TensorProto.INT32,)},
+    "QAttention": {0: 2, 1: 2},
+    "MatMulIntegerToFloat": {0: 2},
+    "DynamicQuantizeMatMul": {0: 0},
+    "QGemm": {0: 8},
+    "QLinearAdd": {0: 0},
+    "QLinearMul": {0: 0},
+    "QLinearGlobalAveragePool": {0: 0},
+    "QLinearAveragePool": {0: 0},
+    "QLinearLeakyRelu": {0: 0},
+    "QLinearSigmoid": {0: 0},
 }
 _CONTRIB_DOMAIN = "com.microsoft"
 #: Attributes that choose an output's element type: such ops are left to shape inference.
