@@ -1,4 +1,7 @@
-"""MatMul (batched, broadcasting), Gemm and FusedGemm (Gemm + activation): BLAS via numpy.matmul."""
+"""MatMul (batched, broadcasting), Gemm and FusedGemm (Gemm + activation): BLAS via numpy.matmul,
+except Gemm's products of few rows with a large weight (classifier heads): kernels/gemv.py, split
+over the threads by output columns, reading the weight as (N, K) rows (transB's layout as given, or
+a constant weight's, laid out once at construction)."""
 
 from __future__ import annotations
 
@@ -6,9 +9,11 @@ import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
+from onnxplug_numba.kernels import gemv, native_parallel
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul, openblas_serial
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.provider import NumbaProvider
+from onnxplug_numba.threads import ThreadControl
 
 
 @NumbaProvider.kernel("MatMul")
@@ -25,6 +30,31 @@ class MatMul(NumbaKernel):
         return matmul(a, b, self.threads)
 
 
+#: Products of at most this many rows with a weight of at least FEW_ROWS_MIN_WEIGHT elements run
+#: in kernels/gemv.py: bound by reading the weight, they gain from splitting it over the threads,
+#: and its serial kernel keeps up with BLAS's at these row counts.
+FEW_ROWS = 8
+FEW_ROWS_MIN_WEIGHT = 65536
+#: Weight columns per thread below which the few-row product stays on the calling thread.
+FEW_ROWS_MIN_BAND = 64
+
+
+def few_rows_product(a: np.ndarray, w: np.ndarray, alpha: float, bias: np.ndarray | None,
+                     threads: ThreadControl) -> np.ndarray:
+    """alpha * a (M, K) @ w.T (+ bias over N) for C-contiguous w (N, K) of a's dtype."""
+    n = w.shape[0]
+    y = np.empty((a.shape[0], n), dtype=w.dtype)
+    a = np.ascontiguousarray(a)
+    scale = w.dtype.type(alpha)
+    vector = y[0] if bias is None else bias
+    items = min(threads.count, n // FEW_ROWS_MIN_BAND)
+    if items > 1 and native_parallel.PRANGE_AVAILABLE:
+        gemv.product_bands(a, w, scale, vector, bias is not None, y, native_parallel.use_threads(items))
+    else:
+        gemv.product_band(a, w, scale, vector, bias is not None, y, 0, n)
+    return y
+
+
 @NumbaProvider.kernel("Gemm")
 class Gemm(NumbaKernel):
     """alpha * A' B' + beta * C, with C broadcast (unidirectionally) to the product."""
@@ -39,8 +69,31 @@ class Gemm(NumbaKernel):
         self.trans_b = bool(self.attr("transB", 0))
         self.alpha = float(self.attr("alpha", 1.0))
         self.beta = float(self.attr("beta", 1.0))
+        # a constant (K, N) weight as (N, K) rows for few-row products, laid out once
+        b = context.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+        self.b_rows = None
+        if not self.trans_b and isinstance(b, np.ndarray) and b.ndim == 2 and b.size >= FEW_ROWS_MIN_WEIGHT \
+                and b.dtype in FLOAT_TYPES:
+            self.b_rows = np.ascontiguousarray(b.T)
+
+    def few_rows(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray | None:
+        """The product by kernels/gemv.py, or None where it does not apply."""
+        w = b if self.trans_b else self.b_rows
+        if w is None or w.ndim != 2 or not w.flags.c_contiguous or w.dtype != a.dtype \
+                or w.size < FEW_ROWS_MIN_WEIGHT or w.shape[1] != a.shape[1 - self.trans_a]:
+            return None
+        bias = None
+        if c is not None and self.beta != 0.0:
+            if c.ndim not in (1, 2) or c.size != w.shape[0] or c.shape[-1] != w.shape[0] or c.dtype != a.dtype:
+                return None  # (a scalar, a column or a full matrix: the general path)
+            bias = c.reshape(-1) if self.beta == 1.0 else c.reshape(-1) * c.dtype.type(self.beta)
+        return few_rows_product(a.T if self.trans_a else a, w, self.alpha, bias, self.threads)
 
     def product(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+        if a.ndim == 2 and 0 < a.shape[self.trans_a] <= FEW_ROWS:
+            y = self.few_rows(a, b, c)
+            if y is not None:
+                return y
         if self.trans_a:
             a = a.T  # a view: BLAS reads it transposed, without a copy
         if self.trans_b:

@@ -1,0 +1,102 @@
+"""Gemm's few-row products with a large weight (classifier heads): kernels/gemv.py, against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from numba_test_helpers import assert_node_on_numba_matches
+
+FLOAT = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}
+
+
+@pytest.fixture
+def calls(monkeypatch) -> dict:
+    """Counts of the few-row product and of its parallel kernel."""
+    from onnxplug_numba.kernels import gemv
+    from onnxplug_numba.ops import op_matmul
+
+    counts = {"few_rows": 0, "bands": 0}
+    original, bands = op_matmul.few_rows_product, getattr(gemv, "product_bands", None)
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        counts["few_rows"] += 1
+        return original(*args, **kwargs)
+
+    def spy_bands(*args, **kwargs):  # type: ignore[no-untyped-def]
+        counts["bands"] += 1
+        return bands(*args, **kwargs)
+
+    monkeypatch.setattr(op_matmul, "few_rows_product", spy)
+    if bands is not None:
+        monkeypatch.setattr(gemv, "product_bands", spy_bands)
+    return counts
+
+
+def gemm_model(m: int, k: int, n: int, dtype=np.float32, trans_a: int = 0, trans_b: int = 1,
+               alpha: float = 1.0, beta: float = 1.0, bias_shape: tuple | None = (-1,),
+               constant_b: bool = True, seed: int = 0) -> tuple[onnx.ModelProto, dict]:
+    rng = np.random.default_rng(seed)
+    elem = FLOAT[dtype]
+    a_shape = [k, m] if trans_a else [m, k]
+    b_shape = [n, k] if trans_b else [k, n]
+    b = (rng.standard_normal(b_shape) / np.sqrt(k)).astype(dtype)
+    feeds = {"a": rng.standard_normal(a_shape).astype(dtype)}
+    inputs = [helper.make_tensor_value_info("a", elem, a_shape)]
+    inits = []
+    if constant_b:
+        inits.append(numpy_helper.from_array(b, "b"))
+    else:
+        inputs.append(helper.make_tensor_value_info("b", elem, b_shape))
+        feeds["b"] = b
+    names = ["a", "b"]
+    if bias_shape is not None:
+        shape = tuple(n if d == -1 else d for d in bias_shape)
+        inits.append(numpy_helper.from_array(rng.standard_normal(shape).astype(dtype), "c"))
+        names.append("c")
+    node = helper.make_node("Gemm", names, ["y"], transA=trans_a, transB=trans_b, alpha=alpha, beta=beta)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", elem, [m, n])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds
+
+
+@pytest.mark.parametrize("m,k,n,kwargs,threads", [
+    (1, 1280, 1000, {}, 2),  # efficientnet-b0's head
+    (2, 2048, 1000, {}, 2),  # batch 2
+    (3, 300, 257, {"alpha": 0.5, "beta": 2.0, "bias_shape": (1, -1)}, 2),  # odd N, scaled terms
+    (8, 256, 301, {"bias_shape": None}, 2),
+    (1, 1024, 1000, {}, 1),  # one thread: the serial kernel
+    (2, 256, 300, {"trans_a": 1, "trans_b": 0}, 2),  # a constant (K, N) weight, laid out once
+    (1, 512, 130, {"dtype": np.float64}, 2),
+    (1, 500, 160, {"constant_b": False}, 2),  # a fed (N, K) weight
+])
+def test_few_rows_gemm_matches_onnxruntime(calls, m, k, n, kwargs, threads) -> None:
+    model, feeds = gemm_model(m, k, n, **kwargs)
+    dtype = kwargs.get("dtype", np.float32)
+    assert_node_on_numba_matches(model, feeds, "Gemm", threads=threads, atol=1e-5 if dtype == np.float32 else 1e-12)
+    assert calls["few_rows"] == 1
+    from onnxplug_numba.kernels import native_parallel
+    if native_parallel.PRANGE_AVAILABLE:
+        assert calls["bands"] == (1 if threads > 1 else 0)
+
+
+@pytest.mark.parametrize("m,k,n,kwargs", [
+    (9, 1024, 1000, {}),  # more rows than FEW_ROWS: BLAS
+    (2, 1024, 1000, {"bias_shape": (2, -1)}),  # a full C matrix
+    (2, 1024, 1000, {"bias_shape": (2, 1)}),  # a column
+    (1, 64, 100, {}),  # a small weight: one BLAS call
+    (2, 256, 300, {"trans_b": 0, "constant_b": False}),  # a fed (K, N) weight
+])
+def test_other_gemms_take_the_general_path(calls, m, k, n, kwargs) -> None:
+    model, feeds = gemm_model(m, k, n, **kwargs)
+    assert_node_on_numba_matches(model, feeds, "Gemm", threads=2)
+    assert calls["few_rows"] == 0
+
+
+def test_nan_and_inf_propagate() -> None:
+    model, feeds = gemm_model(2, 1024, 1000)
+    feeds["a"][0, 3] = np.nan
+    feeds["a"][1, 5] = np.inf
+    ours = assert_node_on_numba_matches(model, feeds, "Gemm", threads=2)
+    assert np.isnan(ours[0][0]).all()
