@@ -321,8 +321,23 @@ def _fast_constant_of_shape(guard: Guard, args: tuple) -> int | None:
     return math.prod(dims) * 16  # at least the value's element size
 
 
+def _fast_pad(guard: Guard, args: tuple) -> int | None:
+    x = args[0] if args else None
+    if guard.node.opset < 11 or x.__class__ is not np.ndarray or (len(args) > 3 and args[3] is not None):
+        return None  # pads as an attribute, or axes: the full computation
+    pads = _host_ints(guard, args, 1)
+    ndim = x.ndim
+    if pads is None or len(pads) != 2 * ndim:
+        return None
+    count = 1
+    for d, size in enumerate(x.shape):
+        count *= max(size + pads[d] + pads[d + ndim], 0)
+    return count * x.dtype.itemsize
+
+
 _FAST: dict[str, Callable[[Guard, tuple], int | None]] = {
-    "Range": _fast_range, "Expand": _fast_expand, "Tile": _fast_tile, "ConstantOfShape": _fast_constant_of_shape}
+    "Range": _fast_range, "Expand": _fast_expand, "Tile": _fast_tile, "ConstantOfShape": _fast_constant_of_shape,
+    "Pad": _fast_pad}
 
 
 class StaticGuard:

@@ -257,7 +257,7 @@ def test_the_default_limit_is_half_of_physical_memory():
     assert ort.InferenceSession(model, _options(12345)).engine.allocation_limit == 12345
 
 
-@pytest.mark.parametrize("op", ["Range", "Expand", "Tile", "ConstantOfShape"])
+@pytest.mark.parametrize("op", ["Range", "Expand", "Tile", "ConstantOfShape", "Pad"])
 def test_fast_byte_counts_are_never_below_the_exact_ones(op):
     """A guard's fast path (Python numbers from host inputs) may over-count, which only sends the
     step to the full computation, but never under-count, which would let an allocation through."""
@@ -279,6 +279,13 @@ def test_fast_byte_counts_are_never_below_the_exact_ones(op):
             shape = tuple(int(d) for d in rng.integers(0, 4, rng.integers(1, 4)))
             rank = len(shape) if op == "Tile" else int(rng.integers(1, 5))
             cases.append((np.zeros(shape, np.float32), rng.integers(0, 6, rank).astype(np.int64)))
+    elif op == "Pad":
+        node = helper.make_node(op, ["x", "r"], ["y"])
+        inputs = [("x", F, None), ("r", I64, None)]
+        cases = []
+        for _ in range(200):
+            shape = tuple(int(d) for d in rng.integers(0, 5, rng.integers(1, 4)))
+            cases.append((np.zeros(shape, np.float32), rng.integers(-3, 6, 2 * len(shape)).astype(np.int64)))
     else:
         node = helper.make_node(op, ["r"], ["y"], value=helper.make_tensor("v", TensorProto.DOUBLE, [1], [1.0]))
         inputs = [("r", I64, None)]
