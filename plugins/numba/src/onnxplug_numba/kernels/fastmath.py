@@ -5,8 +5,8 @@ branch-free (selects only) polynomial versions. exp and erf use Cephes' coeffici
 a few float32 ulps; 2**n is built from its exponent bits by an LLVM bitcast. sigmoid and tanh are
 onnxruntime's own (MLAS's rational approximations, as the numpy provider's ``_mlas_math``), bit for
 bit: an ulp of difference there moves the steps of a DynamicQuantizeLinear downstream. Their
-float32 fused multiply-adds are done in float64 (the product of two float32 values is exact there)
-and rounded to float32, so they do not depend on the CPU having FMA.
+float32 fused multiply-adds are LLVM's ``fma`` intrinsic (one rounding, as MLAS; vectorised to FMA
+instructions, a libm call on a CPU without them).
 """
 
 from __future__ import annotations
@@ -69,10 +69,23 @@ def _clamp32(v, lo, hi):  # type: ignore[no-untyped-def]
     return v if (v <= hi or v != v) else np.float32(hi)
 
 
+@intrinsic
+def _fma_f32(typingctx, a, b, c):  # type: ignore[no-untyped-def]
+    """a * b + c rounded once, for float32 a, b, c."""
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.fma(*args)
+
+    return sig, codegen
+
+
 @njit(inline="always", cache=True)
 def _fma32(a, s, c):  # type: ignore[no-untyped-def]
-    """float32 fused multiply-add a * s + c (``s`` float64 holding a float32 value)."""
-    return np.float32(np.float64(a) * s + c)
+    """float32 fused multiply-add a * s + c (``s`` float64 holding a float32 value, ``c`` a float32
+    value). Checked over every float32 input of sigmoid32 and tanh32: bit for bit the float64
+    product-and-sum rounded to float32, at a fraction of the vector instructions."""
+    return _fma_f32(np.float32(a), np.float32(s), np.float32(c))
 
 
 @njit(inline="always", cache=True)
