@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from onnxplug_sdk import KernelContext, Node, geometry
 
+from onnxplug_numba.kernels.gather_nd import gather_nd
 from onnxplug_numba.ops._base import PLAIN_DTYPES, HostKernel
 from onnxplug_numba.provider import NumbaProvider
 
@@ -227,6 +228,35 @@ class Gather(HostKernel):
         if indices.dtype != np.int64:
             indices = indices.astype(np.int64)
         return x.take(indices, axis=axis)  # the method: np.take adds a Python-level wrapper
+
+
+@op("GatherND", 11)
+class GatherND(HostKernel):
+    """One compiled pass over the index tuples (kernels/gather_nd.py); any plain dtype."""
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.batch_dims = int(self.attr("batch_dims", 0))
+
+    def compute(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        b, k = self.batch_dims, indices.shape[-1]
+        if not (0 <= b < x.ndim and b < indices.ndim and 1 <= k <= x.ndim - b
+                and indices.shape[:b] == x.shape[:b]):
+            raise ValueError(f"{self.node.describe()}: indices of shape {indices.shape} with batch_dims {b} "
+                             f"do not index data of shape {x.shape}")
+        batch = math.prod(x.shape[:b])
+        dims = x.shape[b:b + k]
+        rest = x.shape[b + k:]
+        inner = math.prod(rest)
+        data = np.ascontiguousarray(x).reshape(batch, math.prod(dims), inner)
+        idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(batch, -1, k)
+        out = np.empty((batch, idx.shape[1], inner), dtype=x.dtype)
+        bad = gather_nd(data, idx, np.array(dims, dtype=np.int64), out)
+        if bad >= 0:
+            a = bad % k
+            raise IndexError(f"{self.node.describe()}: index {int(idx.reshape(-1)[bad])} is out of bounds for "
+                             f"axis {b + a} of size {dims[a]}")
+        return out.reshape(indices.shape[:-1] + rest)
 
 
 @op("GatherElements")
