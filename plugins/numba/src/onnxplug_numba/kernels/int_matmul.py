@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from onnxplug_numba.kernels import quantize as kq
 from onnxplug_numba.kernels import vnni
 
 #: Output stages.
@@ -54,9 +55,10 @@ def _pick(v, i):  # type: ignore[no-untyped-def]
 def _multipliers(rr, stage, sa, sb, alpha, ys, mult):  # type: ignore[no-untyped-def]
     """mult[n] = (alpha * a_scale) * b_scale[n] (divided by y_scale to requantize), float32."""
     s = alpha * np.float32(_pick(sa, rr))
+    y = np.float32(ys[0])
     for n in range(mult.size):
         m = s * np.float32(_pick(sb, n))
-        mult[n] = m / ys if stage == REQUANTIZE else m
+        mult[n] = m / y if stage == REQUANTIZE else m
 
 
 @njit(inline="always", cache=True)
@@ -79,14 +81,24 @@ def _finish(acc, r, rr, stage, mult, bias, has_bias, c, has_c, y_zp, y_lo, y_hi,
             for n in range(n_cols):
                 o[n] = np.float32(acc[n]) * mult[n]
     else:
+        zp = np.float32(y_zp[0])
         for n in range(n_cols):
-            v = np.rint(np.float32(acc[n]) * mult[n]) + y_zp
+            v = np.rint(np.float32(acc[n]) * mult[n]) + zp
             o[n] = min(max(v, y_lo), y_hi)
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def rows_vnni(a, shift, azp, rows, packed, colsum, bzp, stage, sa, sb, alpha, ys, bias, has_bias, c, has_c,
-              y_zp, y_lo, y_hi, lo, hi, out):  # type: ignore[no-untyped-def]
+def quantize(x, q, scale, zero_point):  # type: ignore[no-untyped-def]
+    """DynamicQuantizeLinear of float32 ``x`` into uint8 ``q`` (same shape, contiguous); its scale
+    and zero point into the one-value arrays ``scale`` and ``zero_point``."""
+    s, zp = kq.dynamic_quantize(x.reshape(-1), q.reshape(-1))
+    scale[0] = s
+    zero_point[0] = np.int32(zp)
+
+
+@njit(inline="always", cache=True)
+def _rows_vnni(a, shift, azp, rows, packed, colsum, bzp, stage, sa, sb, alpha, ys, bias, has_bias, c, has_c,
+               y_zp, y_lo, y_hi, lo, hi, out):  # type: ignore[no-untyped-def]
     """Rows lo..hi of ``out`` for A (M, K) 8-bit (``shift`` 128 for int8, 0 for uint8) and B
     prepared for VNNI; see the module docstring for the stages' parameters."""
     k = a.shape[1]
@@ -122,6 +134,39 @@ def rows_vnni(a, shift, azp, rows, packed, colsum, bzp, stage, sa, sb, alpha, ys
             if stage != INT32 and sa.size > 1:
                 _multipliers(rr, stage, sa, sb, alpha, ys, mult)
             _finish(row_acc, r, rr, stage, mult, bias, has_bias, c, has_c, y_zp, y_lo, y_hi, out)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def rows_vnni(a, shift, azp, rows, packed, colsum, bzp, stage, sa, sb, alpha, ys, bias, has_bias, c, has_c,
+              y_zp, y_lo, y_hi, lo, hi, out):  # type: ignore[no-untyped-def]
+    """Rows lo..hi of ``out`` for A (M, K) 8-bit (``shift`` 128 for int8, 0 for uint8) and B
+    prepared for VNNI; see the module docstring for the stages' parameters."""
+    _rows_vnni(a, shift, azp, rows, packed, colsum, bzp, stage, sa, sb, alpha, ys, bias, has_bias, c, has_c,
+               y_zp, y_lo, y_hi, lo, hi, out)
+
+
+#: Placeholders of the parameters a stage does not read (one-call entries take fewer arguments).
+_F1 = np.ones(1, np.float32)
+_C1 = np.zeros((1, 1), np.int32)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def int32_vnni(a, shift, azp, rows, packed, colsum, bzp, out):  # type: ignore[no-untyped-def]
+    """:func:`rows_vnni` of every row to int32 (MatMulInteger)."""
+    _rows_vnni(a, shift, azp, rows, packed, colsum, bzp, INT32, _F1, _F1, np.float32(1), _F1, _F1, False, _C1,
+               False, _F1, np.float32(0), np.float32(0), 0, a.shape[0], out)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def dynamic_vnni(x, packed, colsum, bzp, sb, bias, has_bias, out):  # type: ignore[no-untyped-def]
+    """DynamicQuantizeMatMul of every row: float32 ``x`` (M, K) quantized as DynamicQuantizeLinear,
+    then :func:`rows_vnni` to float32 with ``a_scale * b_scale`` and ``bias``."""
+    q = np.empty(x.shape, np.uint8)
+    scale = np.empty(1, np.float32)
+    zero_point = np.empty(1, np.int32)
+    quantize(x, q, scale, zero_point)
+    _rows_vnni(q, 0, zero_point, 1, packed, colsum, bzp, FLOAT, scale, sb, np.float32(1), _F1, bias, has_bias, _C1,
+               False, _F1, np.float32(0), np.float32(0), 0, x.shape[0], out)
 
 
 @njit(nogil=True, error_model="numpy", cache=True)

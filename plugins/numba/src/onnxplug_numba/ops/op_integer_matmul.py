@@ -11,13 +11,10 @@ float32, B of unknown rank, and (MatMulIntegerToFloat) an output type other than
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.kernels import int_matmul as kim
-from onnxplug_numba.kernels import quantize as kq
 from onnxplug_numba.kernels import vnni
 from onnxplug_numba.ops._base import NumbaKernel
 from onnxplug_numba.provider import NumbaProvider
@@ -30,6 +27,10 @@ _ONE = np.ones(1, np.float32)
 _ZERO = np.zeros(1, np.int32)
 _NO_BIAS = np.zeros(1, np.float32)
 _NO_C = np.zeros((1, 1), np.int32)
+_NO_BOUNDS = (np.float32(0), np.float32(0))
+_F_ONE = np.float32(1.0)
+_I8 = np.dtype(np.int8)
+_I32 = np.dtype(np.int32)
 
 #: Multiply-adds from which a product's rows are shared over the threads: below, a hand-off to a
 #: pool thread costs more than the rows it takes.
@@ -49,16 +50,6 @@ def _check(node: Node, view: GraphView, eight: tuple[int, ...], floats: tuple[in
     if t is None or t.shape is None or len(t.shape) < 2:
         return Decline("shape", f"B {node.inputs[b]!r} is not known to have rank 2 or more")
     return True
-
-
-def _vector(x: np.ndarray | None, default: np.ndarray, count: int, what: str, where: str) -> np.ndarray:
-    """A parameter flat, with one value or ``count``."""
-    if x is None:
-        return default
-    flat = x.reshape(-1)
-    if flat.size != 1 and flat.size != count:
-        raise ValueError(f"{where}: {what} has {flat.size} values, not 1 or {count}")
-    return flat
 
 
 class _IntegerProduct(NumbaKernel):
@@ -84,27 +75,27 @@ class _IntegerProduct(NumbaKernel):
         mats = b.reshape(-1, *b.shape[-2:])
         return [kim.prepare(m, zp, self.vnni) for m in mats]
 
-    def _product(self, a: np.ndarray, azp: np.ndarray, b: np.ndarray, bzp: np.ndarray | None, stage: int,
-                 out_dtype: np.dtype, sa: np.ndarray = _ONE, sb: np.ndarray = _ONE, alpha: float = 1.0,
-                 ys: float = 1.0, bias: np.ndarray | None = None, c: np.ndarray | None = None,
-                 y_zp: float = 0.0) -> np.ndarray:
+    def _product(self, a: np.ndarray, azp: np.ndarray | None, b: np.ndarray, bzp: np.ndarray | None, stage: int,
+                 out_dtype: np.dtype, sa: np.ndarray = _ONE, sb: np.ndarray = _ONE, alpha: np.float32 = _F_ONE,
+                 ys: np.ndarray = _ONE, bias: np.ndarray | None = None, c: np.ndarray | None = None,
+                 y_zp: np.ndarray = _ZERO) -> np.ndarray:
         """(A - azp) @ (B - bzp) through ``stage``, batched as numpy.matmul when B has more than two
-        axes (A at least one)."""
-        where = self.node.describe()
+        axes (A at least one). ``ys`` and ``y_zp`` are one-value arrays."""
         k = a.shape[-1]
         bk, n = (b.shape[-1], b.shape[-2]) if self.trans_b else (b.shape[-2], b.shape[-1])
-        if bk != k:
-            raise ValueError(f"{where}: A {list(a.shape)} and B {list(b.shape)} do not fit a product")
         rows = a.shape[-2] if a.ndim >= 2 else 1
-        azp = _vector(azp, _ZERO, rows, "a_zero_point", where)
-        sa = _vector(sa, _ONE, rows, "a_scale", where)
-        sb = _vector(sb, _ONE, n, "b_scale", where)
+        azp = _ZERO if azp is None else azp.reshape(-1)
+        sa, sb = sa.reshape(-1), sb.reshape(-1)
+        if bk != k or azp.size not in (1, rows) or sa.size not in (1, rows) or sb.size not in (1, n):
+            raise ValueError(f"{self.node.describe()}: A {list(a.shape)} and B {list(b.shape)} do not fit a "
+                             f"product, or a zero point or scale has neither one value nor one per row of A "
+                             f"or column of B")
         prepared = self._prepared if self._prepared is not None else self._prepare(b, bzp)
-        lo, hi = _BOUNDS.get(np.dtype(out_dtype), (np.float32(0), np.float32(0)))
-        args = (stage, sa, sb, np.float32(alpha), np.float32(ys), _NO_BIAS if bias is None else bias,
-                bias is not None, _NO_C if c is None else c, c is not None, np.float32(y_zp), lo, hi)
+        lo, hi = _BOUNDS.get(out_dtype, _NO_BOUNDS)
+        args = (stage, sa, sb, alpha, ys, _NO_BIAS if bias is None else bias, bias is not None,
+                _NO_C if c is None else c, c is not None, y_zp, lo, hi)
         if b.ndim == 2:
-            a2 = np.ascontiguousarray(a).reshape(-1, k)
+            a2 = a.reshape(-1, k) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1, k)
             out = np.empty((a2.shape[0], n), out_dtype)
             self._rows(a2, azp, rows, prepared[0], args, out)
             return out.reshape(*a.shape[:-1], n)
@@ -117,12 +108,26 @@ class _IntegerProduct(NumbaKernel):
             self._rows(a_b[i], azp, rows, prepared[index[i]], args, out[i])
         return out.reshape(*batch, *(a.shape[-2:-1] if a.ndim >= 2 else ()), n)
 
+    def _one_call(self, a: np.ndarray, b: np.ndarray) -> tuple | None:  # type: ignore[type-arg]
+        """B's prepared VNNI form when one call computes the product: B constant and 2-D, A
+        contiguous with two axes or more and fitting it, too few multiply-adds for threads."""
+        w = self._prepared
+        if w is None or not self.vnni or b.ndim != 2 or a.ndim < 2 or not a.flags.c_contiguous or \
+                a.shape[-1] != b.shape[0] or (self.threads.parallel and a.size * b.shape[1] >= THREADED_MIN_MACS):
+            return None
+        return w[0]
+
     def _rows(self, a2: np.ndarray, azp: np.ndarray, rows: int, weights: tuple, args: tuple,  # type: ignore[type-arg]
               out: np.ndarray) -> None:
         """The rows of ``out`` from the rows of ``a2``, over the threads when large enough."""
         rows = max(rows, 1)
+        m = a2.shape[0]
+        per_row = a2.shape[1] * out.shape[1]
         if self.vnni:
-            shift = 128 if a2.dtype == np.int8 else 0
+            shift = 128 if a2.dtype == _I8 else 0
+            if m * per_row < THREADED_MIN_MACS or not self.threads.parallel:
+                kim.rows_vnni(a2, shift, azp, rows, *weights, *args, 0, m, out)
+                return
 
             def work(lo: int, hi: int) -> None:
                 kim.rows_vnni(a2, shift, azp, rows, *weights, *args, lo, hi, out)
@@ -130,12 +135,10 @@ class _IntegerProduct(NumbaKernel):
             def work(lo: int, hi: int) -> None:
                 kim.rows_plain(a2, azp, rows, weights[0], *args, lo, hi, out)
 
-        m = a2.shape[0]
-        macs = m * a2.shape[1] * out.shape[1]
-        if self.threads.parallel and macs >= THREADED_MIN_MACS:
-            self.threads.run(work, m, max(1, THREADED_MIN_MACS // (2 * max(1, macs // max(m, 1)))))
-        elif m:
-            work(0, m)
+            if m * per_row < THREADED_MIN_MACS or not self.threads.parallel:
+                work(0, m)
+                return
+        self.threads.run(work, m, max(1, THREADED_MIN_MACS // (2 * max(1, per_row))))
 
 
 @NumbaProvider.kernel("MatMulInteger", 10)
@@ -147,24 +150,32 @@ class MatMulInteger(_IntegerProduct):
         return _check(node, view, (0, 1, 2, 3), (), 1)
 
     def compute(self, a, b, a_zero_point=None, b_zero_point=None):  # type: ignore[no-untyped-def]
-        return self._product(a, a_zero_point, b, b_zero_point, kim.INT32, np.dtype(np.int32))
+        w = self._one_call(a, b)
+        if w is not None:
+            azp = _ZERO if a_zero_point is None else a_zero_point.reshape(-1)
+            if azp.size == 1 or azp.size == a.shape[-2]:
+                out = np.empty((*a.shape[:-1], b.shape[1]), _I32)
+                kim.int32_vnni(a.reshape(-1, a.shape[-1]), 128 if a.dtype == _I8 else 0, azp, a.shape[-2], *w,
+                               out.reshape(-1, b.shape[1]))
+                return out
+        return self._product(a, a_zero_point, b, b_zero_point, kim.INT32, _I32)
 
 
 @NumbaProvider.kernel("MatMulIntegerToFloat", domain="com.microsoft")
 class MatMulIntegerToFloat(_IntegerProduct):
     """((A - a_zero_point) @ (B - b_zero_point)) * (a_scale * b_scale) (+ bias), float32."""
 
+    B, B_ZP = 1, 5
+
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         return _check(node, view, (0, 1, 4, 5), (2, 3, 6), 1)
 
-    B, B_ZP = 1, 5
-
     def compute(self, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None):  # type: ignore[no-untyped-def]
-        if a_zero_point is not None and a_zero_point.size != 1:
-            raise ValueError(f"{self.node.describe()}: a_zero_point must be per tensor")
-        return self._product(a, a_zero_point, b, b_zero_point, kim.FLOAT, _F32, a_scale.reshape(()).reshape(1),
-                             b_scale, bias=None if bias is None else bias.reshape(-1))
+        if a_scale.size != 1 or (a_zero_point is not None and a_zero_point.size != 1):
+            raise ValueError(f"{self.node.describe()}: a_scale and a_zero_point must be per tensor")
+        return self._product(a, a_zero_point, b, b_zero_point, kim.FLOAT, _F32, a_scale, b_scale,
+                             bias=None if bias is None else bias.reshape(-1))
 
 
 @NumbaProvider.kernel("DynamicQuantizeMatMul", domain="com.microsoft")
@@ -175,13 +186,20 @@ class DynamicQuantizeMatMul(_IntegerProduct):
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         return _check(node, view, (1, 3), (0, 2, 4), 1)
 
-    B, B_ZP = 1, 3
-
     def compute(self, a, b, b_scale, b_zero_point=None, bias=None):  # type: ignore[no-untyped-def]
+        w = self._one_call(a, b)
+        if w is not None and (b_scale.size == 1 or b_scale.size == b.shape[1]):
+            out = np.empty((*a.shape[:-1], b.shape[1]), _F32)
+            kim.dynamic_vnni(a.reshape(-1, a.shape[-1]), *w, b_scale.reshape(-1),
+                             _NO_BIAS if bias is None else bias.reshape(-1), bias is not None,
+                             out.reshape(-1, b.shape[1]))
+            return out
         qa = np.empty(a.shape, np.uint8)
-        scale, zp = kq.dynamic_quantize(np.ascontiguousarray(a).reshape(-1), qa.reshape(-1))
-        return self._product(qa, np.full(1, zp, np.int32), b, b_zero_point, kim.FLOAT, _F32,
-                             np.full(1, scale, np.float32), b_scale, bias=None if bias is None else bias.reshape(-1))
+        params = np.empty(1, np.float32)
+        zp = np.empty(1, np.int32)
+        kim.quantize(a if a.flags.c_contiguous else np.ascontiguousarray(a), qa, params, zp)
+        return self._product(qa, zp, b, b_zero_point, kim.FLOAT, _F32, params, b_scale,
+                             bias=None if bias is None else bias.reshape(-1))
 
 
 @NumbaProvider.kernel("QLinearMatMul", 10)
@@ -196,9 +214,9 @@ class QLinearMatMul(_IntegerProduct):
 
     def compute(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point=None):  # type: ignore[no-untyped-def]
         out_dtype = y_zero_point.dtype if y_zero_point is not None else a.dtype
-        y_zp = 0.0 if y_zero_point is None else float(y_zero_point.reshape(-1)[0])
+        y_zp = _ZERO if y_zero_point is None else y_zero_point.reshape(-1)
         return self._product(a, a_zero_point, b, b_zero_point, kim.REQUANTIZE, out_dtype, a_scale, b_scale,
-                             ys=float(y_scale.reshape(-1)[0]), y_zp=y_zp)
+                             ys=y_scale.reshape(-1), y_zp=y_zp)
 
 
 @NumbaProvider.kernel("QGemm", domain="com.microsoft")
@@ -212,14 +230,14 @@ class QGemm(_IntegerProduct):
         self.trans_b = bool(node.attr("transB", 0))
         super().__init__(node, context)
         self.trans_a = bool(self.attr("transA", 0))
-        self.alpha = float(self.attr("alpha", 1.0))
+        self.alpha = np.float32(self.attr("alpha", 1.0))
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         found = _check(node, view, (0, 2, 3, 5, 8), (1, 4, 7), 3)
         if found is not True:
             return found
-        if len(node.inputs) > 6 and node.inputs[6] and view.dtype_of(node.inputs[6]) != np.dtype(np.int32):
+        if len(node.inputs) > 6 and node.inputs[6] and view.dtype_of(node.inputs[6]) != _I32:
             return Decline("dtype", f"C {node.inputs[6]!r} is {view.dtype_of(node.inputs[6])}, not int32")
         return True
 
@@ -240,6 +258,6 @@ class QGemm(_IntegerProduct):
             return self._product(a, a_zero_point, b, b_zero_point, kim.FLOAT, _F32, a_scale, b_scale, self.alpha,
                                  c=c2)
         out_dtype = y_zero_point.dtype if y_zero_point is not None else a.dtype
-        y_zp = 0.0 if y_zero_point is None else float(y_zero_point.reshape(-1)[0])
+        y_zp = _ZERO if y_zero_point is None else y_zero_point.reshape(-1)
         return self._product(a, a_zero_point, b, b_zero_point, kim.REQUANTIZE, out_dtype, a_scale, b_scale,
-                             self.alpha, float(y_scale.reshape(-1)[0]), c=c2, y_zp=y_zp)
+                             self.alpha, y_scale.reshape(-1), c=c2, y_zp=y_zp)
