@@ -69,7 +69,8 @@ class NumbaProvider(CompilingProvider):
             and elementwise_opset_ok(node) and (node.op_type not in _PER_TENSOR or _scalar_params(node, view))
 
     def get_capability(self, view: GraphView) -> list[Capability]:
-        """Conv groups first, then MatMul + bias pairs, then elementwise chains, then single nodes."""
+        """Conv groups first, then MatMul + bias and BatchNormalization + activation pairs, then
+        elementwise chains, then single nodes."""
         claims: list[Capability] = []
         if self.options["fuse_conv"]:
             from onnxplug_numba.fusion.conv_groups import find_conv_groups
@@ -83,6 +84,13 @@ class NumbaProvider(CompilingProvider):
             free = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
             for pair in find_matmul_bias(free):
                 claims.append(Capability(tuple(pair), fused=True, name=f"numba_matmul_bias_{pair[0].name}"))
+        if self.options["fuse_elementwise"]:
+            from onnxplug_numba.fusion.bn_activation import find_bn_activation
+
+            taken = {id(n) for c in claims for n in c.nodes}
+            free = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
+            for pair in find_bn_activation(free):
+                claims.append(Capability(tuple(pair), fused=True, name=f"numba_bn_act_{pair[0].name}"))
         taken = {id(n) for c in claims for n in c.nodes}
         rest = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
         if view.graph.parent is not None:  # a subgraph: add the element types its values lack
@@ -121,6 +129,10 @@ class NumbaProvider(CompilingProvider):
             from onnxplug_numba.fusion.matmul_bias import MatMulBiasKernel
 
             return MatMulBiasKernel(subgraph, context)
+        if subgraph.nodes[0].op_type == "BatchNormalization":
+            from onnxplug_numba.fusion.bn_activation import BatchNormActivationKernel
+
+            return BatchNormActivationKernel(subgraph, context)
         from onnxplug_numba.fusion.chain import ChainKernel
 
         return ChainKernel(subgraph, context)

@@ -16,9 +16,18 @@ from onnxplug_numba.provider import NumbaProvider
 from onnxplug_numba.threads import PARALLEL_MIN_ELEMENTS
 
 
+#: Below this many elements per (image, channel) plane, constant BatchNormalization parameters are
+#: expanded over the plane, so the pass walks whole images instead of one short row per channel.
+SMALL_PLANE = 64
+
+
 @NumbaProvider.kernel("BatchNormalization")
 class BatchNormalization(NumbaKernel):
-    """Inference BatchNormalization as one compiled pass ``x * a[c] + b[c]``."""
+    """Inference BatchNormalization as one compiled pass ``x * a[c] + b[c]``, then ``activation``
+    (elementwise op types, as a fused BatchNormalization -> Relu group gives), each op rounding as
+    its own kernel would."""
+
+    activation: tuple[str, ...] = ()
 
     def __init__(self, node: Node, context: KernelContext) -> None:
         super().__init__(node, context)
@@ -28,6 +37,7 @@ class BatchNormalization(NumbaKernel):
         # constant parameters (the usual case): the affine form once per kernel, by input dtype
         self._fixed = params if len(params) == 4 and all(p is not None for p in params) else None
         self._affine: dict[np.dtype, tuple[np.ndarray, np.ndarray]] = {}
+        self._planes: dict[tuple[np.dtype, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -44,6 +54,16 @@ class BatchNormalization(NumbaKernel):
         shape = (-1,) + (1,) * (x.ndim - 2)
         return a.astype(x.dtype).reshape(shape), b.astype(x.dtype).reshape(shape)
 
+    def _runner(self, dtype: np.dtype) -> ElementwiseRunner:
+        runner = self._runners.get(dtype)
+        if runner is None:
+            t = dtype.name
+            steps = [Step("Mul", ("x", "a"), "m", t), Step("Add", ("m", "b"), "v0", t)]
+            steps += [Step(op, (f"v{i}",), f"v{i + 1}", t) for i, op in enumerate(self.activation)]
+            program = Program(("x", "a", "b"), (t, t, t), tuple(steps), (steps[-1].out,))
+            runner = self._runners[dtype] = ElementwiseRunner(program, self.threads)
+        return runner
+
     def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,
                 var: np.ndarray) -> np.ndarray:
         key = x.dtype if self._fixed is not None else None
@@ -52,13 +72,16 @@ class BatchNormalization(NumbaKernel):
             found = self._affine_form(x, scale, bias, mean, var)
             if key is not None:
                 self._affine[key] = found  # one assignment: threads see the old or the new entry
-        runner = self._runners.get(x.dtype)
-        if runner is None:
-            t = x.dtype.name
-            program = Program(("x", "a", "b"), (t, t, t),
-                              (Step("Mul", ("x", "a"), "m", t), Step("Add", ("m", "b"), "y", t)), ("y",))
-            runner = self._runners[x.dtype] = ElementwiseRunner(program, self.threads)
-        return runner(x, found[0], found[1])[0]
+        if key is not None and x.ndim > 2 and 0 < math.prod(x.shape[2:]) < SMALL_PLANE:
+            plane_key = (x.dtype, x.shape[1:])
+            planes = self._planes.get(plane_key)
+            if planes is None:
+                if len(self._planes) > 16:
+                    self._planes.clear()
+                planes = tuple(np.ascontiguousarray(np.broadcast_to(p, x.shape[1:])) for p in found)
+                self._planes[plane_key] = planes  # type: ignore[assignment]
+            found = planes
+        return self._runner(x.dtype)(x, found[0], found[1])[0]
 
 
 def _rows(x: np.ndarray, axis: int) -> np.ndarray:
