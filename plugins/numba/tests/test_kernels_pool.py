@@ -96,14 +96,15 @@ def windows_oracle(x: np.ndarray, kind: int, kernel, strides, dilations, begin, 
     return y
 
 
-def run_kernel(x, kind, kernel, strides, dilations, begin, end, out_shape, count_include_pad=False):
-    """The compiled kernel on (planes, H, W)."""
+def run_kernel(x, kind, kernel, strides, dilations, begin, end, out_shape, count_include_pad=False, flat=False):
+    """The compiled row kernel (or with ``flat`` the flat one) on (planes, H, W)."""
     y = np.full((x.shape[0], *out_shape), 12345.0, dtype=x.dtype)  # stale values must not survive
     if kind == kpool.MAX:
-        kpool.max_pool2d(x, *kernel, *strides, *dilations, *begin, y)
+        (kpool.max_pool2d_flat if flat else kpool.max_pool2d)(x, *kernel, *strides, *dilations, *begin, y)
     else:
-        kpool.average_pool2d(x, int(count_include_pad), *kernel, *strides, *dilations, *begin,
-                             x.shape[1] + end[0], x.shape[2] + end[1], y)
+        (kpool.average_pool2d_flat if flat else kpool.average_pool2d)(
+            x, int(count_include_pad), *kernel, *strides, *dilations, *begin,
+            x.shape[1] + end[0], x.shape[2] + end[1], y)
     return y
 
 
@@ -114,7 +115,8 @@ def out_size(size: int, k: int, s: int, d: int, b: int, e: int, ceil: bool) -> i
     return n - 1 if ceil and (n - 1) * s >= size + b else n
 
 
-def test_max_propagates_nan_in_any_tap(rng):
+@pytest.mark.parametrize("flat", [False, True])
+def test_max_propagates_nan_in_any_tap(rng, flat):
     # ResNet's pool: a NaN at each tap position of a window, at the borders and inside
     x = rng.standard_normal((6, 12, 13)).astype(np.float32)
     for t, (r, c) in enumerate([(0, 0), (0, 1), (5, 6), (6, 7), (11, 12), (11, 0)]):
@@ -122,20 +124,21 @@ def test_max_propagates_nan_in_any_tap(rng):
     x[0, 3, 3] = np.inf
     x[1, 4, 4] = -np.inf
     args = ((3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
-    got = run_kernel(x, kpool.MAX, *args, (6, 7))
+    got = run_kernel(x, kpool.MAX, *args, (6, 7), flat=flat)
     want = windows_oracle(x, kpool.MAX, *args, (6, 7))
     assert np.isnan(want).sum() >= 6
     np.testing.assert_array_equal(got, want)  # NaNs at the same places, the rest identical
 
 
-def test_max_nan_only_where_a_window_reads_it():
+@pytest.mark.parametrize("flat", [False, True])
+def test_max_nan_only_where_a_window_reads_it(flat):
     # kernel 2, stride 3: rows and columns 2, 5, ... belong to no window, so their NaN never shows
     x = np.arange(2 * 9 * 9, dtype=np.float64).reshape(2, 9, 9)
     x[0, 2, :] = np.nan
     x[0, :, 5] = np.nan
     x[1, 4, 4] = np.nan
     args = ((2, 2), (3, 3), (1, 1), (0, 0), (0, 0))
-    got = run_kernel(x, kpool.MAX, *args, (3, 3))
+    got = run_kernel(x, kpool.MAX, *args, (3, 3), flat=flat)
     want = windows_oracle(x, kpool.MAX, *args, (3, 3))
     assert not np.isnan(want[0]).any() and np.isnan(want[1]).sum() == 1
     np.testing.assert_array_equal(got, want)
@@ -153,8 +156,9 @@ def test_nan_input_through_the_provider(rng, op):
     np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=0)  # NaN where want is NaN
 
 
+@pytest.mark.parametrize("flat", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_random_geometries_against_windows(seed):
+def test_random_geometries_against_windows(seed, flat):
     """Kernel, strides, dilations, uneven pads (windows wholly in padding too) and ceil_mode."""
     rng = np.random.default_rng(100 + seed)
     for _ in range(12):
@@ -173,9 +177,10 @@ def test_random_geometries_against_windows(seed):
         x = rng.standard_normal((3, height, width)).astype(dtype)
         x.ravel()[rng.integers(0, x.size)] = np.nan
         geometry = (kernel, strides, dilations, begin, end, out_shape)
-        np.testing.assert_array_equal(run_kernel(x, kpool.MAX, *geometry), windows_oracle(x, kpool.MAX, *geometry))
+        np.testing.assert_array_equal(run_kernel(x, kpool.MAX, *geometry, flat=flat),
+                                      windows_oracle(x, kpool.MAX, *geometry))
         for include in (False, True):
-            np.testing.assert_allclose(run_kernel(x, kpool.AVERAGE, *geometry, include),
+            np.testing.assert_allclose(run_kernel(x, kpool.AVERAGE, *geometry, include, flat=flat),
                                        windows_oracle(x, kpool.AVERAGE, *geometry, include), rtol=1e-6, atol=1e-7)
 
 
@@ -201,6 +206,47 @@ def test_threaded_path_splits_planes_and_matches(rng, monkeypatch, op):
     alone, _ = run_numba(model, {"x": x}, threads=1)
     np.testing.assert_array_equal(got[0], alone[0])
     want = run_onnxruntime(model, {"x": x})
+    if op == "MaxPool":
+        np.testing.assert_array_equal(got[0], want[0])
+    else:
+        assert_close(got, want, rtol=1e-6, atol=1e-7)
+
+
+# inception-v3's, densenet-121's and squeezenet-1.1's pools on their zoo images (planes of 1 to 16x16)
+SMALL_PLANES = [
+    ("AveragePool", (2, 40, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+    ("AveragePool", (1, 50, 3, 3), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+    ("AveragePool", (2, 70, 1, 1), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+    ("AveragePool", (1, 33, 1, 1), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # 1 of 9 taps counted
+    ("AveragePool", (2, 24, 16, 16), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ("AveragePool", (1, 9, 5, 6), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 0, 0, 1]}),
+    ("MaxPool", (2, 30, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ("MaxPool", (1, 40, 3, 3), {"kernel_shape": [3, 3], "strides": [2, 2]}),
+    ("MaxPool", (1, 20, 5, 5), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ("MaxPool", (1, 20, 6, 6), {"kernel_shape": [2, 2], "strides": [2, 2], "dilations": [2, 1]}),
+    ("MaxPool", (1, 5, 7, 4), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+]
+
+
+@pytest.mark.parametrize("case", SMALL_PLANES, ids=[_ids(c) for c in SMALL_PLANES])
+def test_small_planes_take_the_flat_kernels_and_match_onnxruntime(rng, monkeypatch, case):
+    op, shape, attrs = case
+    name = "max_pool2d_flat" if op == "MaxPool" else "average_pool2d_flat"
+    real = getattr(kpool, name)
+    calls: list[int] = []
+
+    def counting(x3, *args):  # type: ignore[no-untyped-def]
+        calls.append(x3.shape[0])
+        real(x3, *args)
+
+    monkeypatch.setattr(kpool, name, counting)
+    x = rng.standard_normal(shape).astype(np.float32)
+    model = node_model(op, {"x": x}, opset=19, **attrs)
+    got, session = run_numba(model, {"x": x}, threads=2)
+    again = session.run(None, {"x": x})  # the geometry kept for the shape
+    assert sum(calls) == 2 * shape[0] * shape[1]
+    want = run_onnxruntime(model, {"x": x})
+    np.testing.assert_array_equal(got[0], again[0])
     if op == "MaxPool":
         np.testing.assert_array_equal(got[0], want[0])
     else:

@@ -1,12 +1,13 @@
 """Compiled 2-D max and average pooling over (N*C, H, W), with pads, strides, dilations and ceil_mode.
 
 Window ``o`` starts at ``o * stride - pad_begin``; taps past the end padding are not part of the
-window (ceil_mode's extra window), as onnxruntime computes them. Windows are separable, so each
-output row is made in two passes over contiguous memory: the window's input rows combined column by
-column into a padded line (-inf for max, 0 for sums), then output column ``xo`` combining
-``line[xo * sw + j * dw]`` over the taps ``j``. Neither pass tests bounds, and both vectorise: max
-uses LLVM's ``maximum`` (NaN if either side is NaN), not a compare-and-branch. (A window holding both
-zeros gives +0; onnxruntime's own float32 and float64 pools disagree there.)
+window (ceil_mode's extra window), as onnxruntime computes them. Windows are separable. Row kernels:
+per output row, the window's input rows combined into a padded line (-inf for max, 0 for sums), then
+the line's taps per output column. Flat kernels (small planes, whose rows are too short for
+vector loops): all planes padded in one flat buffer, every position's taps combined by long flat
+passes. No pass tests bounds, and all vectorise: max uses LLVM's ``maximum`` (NaN if either side
+is NaN), not a compare-and-branch. Sums are float64. (A window holding both zeros gives +0;
+onnxruntime's own float32 and float64 pools disagree there.)
 """
 
 from __future__ import annotations
@@ -189,3 +190,120 @@ def global_pool(x, kind, y):  # type: ignore[no-untyped-def]
             for p in range(size):
                 s += x[t, p]
             y[t] = s / size
+
+
+@njit(inline="always")
+def _pad_planes(x, ph, pw, hp, wp, buf):  # type: ignore[no-untyped-def]
+    """x's planes into ``buf`` (planes x hp x wp flattened, already filled with padding)."""
+    planes, height, width = x.shape
+    for t in range(planes):
+        for iy in range(height):
+            base = (t * hp + ph + iy) * wp + pw
+            dst, src = buf[base:base + width], x[t, iy]
+            for ix in range(width):
+                dst[ix] = src[ix]
+
+
+@njit(inline="always")
+def _extract(v, hp, wp, sh, sw, y):  # type: ignore[no-untyped-def]
+    """y[t, yo, xo] = v at window (yo, xo)'s first tap of plane t."""
+    planes, oh, ow = y.shape
+    for t in range(planes):  # (scalar indexing: slicing costs more than a row this short)
+        for yo in range(oh):
+            base = (t * hp + yo * sh) * wp
+            for xo in range(ow):
+                y[t, yo, xo] = v[base + xo * sw]
+
+
+@njit(inline="always")
+def _flat_pass(src, dst, n, taps, step, kind):  # type: ignore[no-untyped-def]
+    """``dst[p]`` = max or sum over ``t < taps`` of ``src[p + t * step]``, for ``p < n``. The
+    taps are read through offset views: an index ``p + off`` would be tested for wraparound,
+    which keeps the loop from vectorising; a loop variable is not."""
+    s1 = src[step:]
+    if taps == 1:
+        for p in range(n):
+            dst[p] = src[p]
+    elif taps == 2:
+        if kind == MAX:
+            for p in range(n):
+                dst[p] = max_nan(src[p], s1[p])
+        else:
+            for p in range(n):
+                dst[p] = src[p] + s1[p]
+    else:
+        s2 = src[2 * step:]
+        if kind == MAX:
+            for p in range(n):
+                dst[p] = max_nan(max_nan(src[p], s1[p]), s2[p])
+        else:
+            for p in range(n):
+                dst[p] = src[p] + s1[p] + s2[p]
+        for t in range(3, taps):
+            st = src[t * step:]
+            if kind == MAX:
+                for p in range(n):
+                    dst[p] = max_nan(dst[p], st[p])
+            else:
+                for p in range(n):
+                    dst[p] += st[p]
+
+
+@njit(inline="always")
+def _flat_windows(f, kind, kh, kw, dh, dw, wp):  # type: ignore[no-untyped-def]
+    """Combines the taps of every position of the flat buffer ``f`` (columns, then rows) into
+    ``f`` itself, valid at the positions whose windows lie in their plane."""
+    g = np.empty_like(f)
+    n = f.size - (kw - 1) * dw
+    _flat_pass(f, g, n, kw, dw, kind)
+    _flat_pass(g, f, n - (kh - 1) * dh * wp, kh, dh * wp, kind)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def max_pool2d_flat(x, kh, kw, sh, sw, dh, dw, ph, pw, y):  # type: ignore[no-untyped-def]
+    """:func:`max_pool2d` for small planes: the planes padded with -inf (as far as the last tap
+    reads) one after another in a flat buffer, the taps of every position combined by flat passes
+    (long loops that vectorise, whatever the planes' sizes), and the outputs read at their
+    windows' first taps. Positions whose windows cross a plane's edge are never read."""
+    planes, height, width = x.shape
+    oh, ow = y.shape[1], y.shape[2]
+    hp = _line_length(height, oh, kh, sh, dh, ph)
+    wp = _line_length(width, ow, kw, sw, dw, pw)
+    f = np.full(planes * hp * wp, -np.inf, dtype=x.dtype)
+    _pad_planes(x, ph, pw, hp, wp, f)
+    _flat_windows(f, MAX, kh, kw, dh, dw, wp)
+    _extract(f, hp, wp, sh, sw, y)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def average_pool2d_flat(x, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w, y):  # type: ignore[no-untyped-def]
+    """:func:`average_pool2d` for small planes, as :func:`max_pool2d_flat` with zero padding and
+    float64 sums, divided by a table of the divisors (rows x columns counted) per output pixel."""
+    planes, height, width = x.shape
+    oh, ow = y.shape[1], y.shape[2]
+    hp = _line_length(height, oh, kh, sh, dh, ph)
+    wp = _line_length(width, ow, kw, sw, dw, pw)
+    f = np.zeros(planes * hp * wp, dtype=np.float64)
+    _pad_planes(x, ph, pw, hp, wp, f)
+    _flat_windows(f, AVERAGE, kh, kw, dh, dw, wp)
+    rows = np.zeros(oh, dtype=np.float64)
+    for i in range(kh):
+        for yo in range(oh):
+            iy = yo * sh - ph + i * dh
+            if (iy < end_h) if count_include_pad else (0 <= iy < height):
+                rows[yo] += 1.0
+    cols = np.zeros(ow, dtype=np.float64)
+    for j in range(kw):
+        for xo in range(ow):
+            ix = xo * sw - pw + j * dw
+            if (ix < end_w) if count_include_pad else (0 <= ix < width):
+                cols[xo] += 1.0
+    count = np.empty((oh, ow), dtype=np.float64)
+    for yo in range(oh):
+        for xo in range(ow):
+            count[yo, xo] = rows[yo] * cols[xo]
+    for t in range(planes):  # (scalar indexing: slicing costs more than a row this short)
+        for yo in range(oh):
+            base = (t * hp + yo * sh) * wp
+            for xo in range(ow):  # no counted taps: 0 / 0 is NaN
+                y[t, yo, xo] = f[base + xo * sw] / count[yo, xo]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnxplug_sdk import Decline, GraphView, Node, window_geometry
+from onnxplug_sdk import Decline, GraphView, KernelContext, Node, window_geometry
 
 from onnxplug_numba.kernels import pool as kpool
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
@@ -17,8 +17,17 @@ from onnxplug_numba.provider import NumbaProvider
 SHARE_MIN_WORK = 32_000_000
 
 
+#: Planes of at most this many elements go to the flat kernels (kernels/pool.py): on larger ones
+#: the row kernels, which stay in the cache, were faster (max with stride 2 from 8x8, average from 32x32).
+FLAT_MAX_PLANE = {kpool.MAX: 49, kpool.AVERAGE: 256}
+
+
 class _Pool(NumbaKernel):
     kind = kpool.MAX
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self._geometries: dict[tuple[int, ...], tuple] = {}
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
@@ -40,34 +49,52 @@ class _Pool(NumbaKernel):
             return Decline("attribute", "ceil_mode with an auto_pad other than NOTSET")
         return all_present_same(view, node, FLOAT_TYPES)
 
-    def compute(self, x: np.ndarray) -> np.ndarray:
-        g = window_geometry(x.shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),
+    def geometry(self, shape: tuple[int, ...]) -> tuple:
+        """For an input shape: the output shape, the input's and the output's (N*C, H, W) shapes
+        (1-D pools as H = 1), whether the planes are small enough for the flat kernels, and the
+        window (kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w), ``end_*`` = input size + end padding."""
+        g = window_geometry(shape[2:], self.attr("kernel_shape"), self.attr("strides"), self.attr("dilations"),
                             self.attr("auto_pad", "NOTSET"), self.attr("pads"), bool(self.attr("ceil_mode", 0)))
         g.require_windows(self.node.describe())
         kernel, strides, dilations, begin, end = g.kernel, g.strides, g.dilations, g.begin, g.end
-        rank = len(kernel)
-        out = (*x.shape[:2], *g.out)
-        n, c = x.shape[:2]
-        if rank == 1:
+        out = (*shape[:2], *g.out)
+        if len(kernel) == 1:
             kernel, strides, dilations = [1, *kernel], [1, *strides], [1, *dilations]
-            begin, end, spatial, osp = (0, *begin), (0, *end), (1, x.shape[2]), (1, out[2])
+            begin, end, spatial, osp = (0, *begin), (0, *end), (1, shape[2]), (1, out[2])
         else:
-            spatial, osp = x.shape[2:], out[2:]
-        x3 = np.ascontiguousarray(x).reshape(n * c, *spatial)
-        y = np.empty((n * c, *osp), dtype=x.dtype)
-        (kh, kw), (sh, sw), (dh, dw), (ph, pw) = kernel, strides, dilations, begin[:2]
+            spatial, osp = shape[2:], out[2:]
+        planes = shape[0] * shape[1]
+        flat = spatial[0] * spatial[1] <= FLAT_MAX_PLANE[self.kind]
+        window = (*kernel, *strides, *dilations, *begin[:2], spatial[0] + end[0], spatial[1] + end[1])
+        return out, (planes, *spatial), (planes, *osp), flat, window
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        # geometry depends on the shape only: kept per shape (a dict write is atomic across threads)
+        found = self._geometries.get(x.shape)
+        if found is None:
+            found = self._geometries[x.shape] = self.geometry(x.shape)
+        out, x_planes, y_planes, flat, (kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w) = found
+        planes = x_planes[0]
+        x3 = np.ascontiguousarray(x).reshape(x_planes)
+        y = np.empty(y_planes, dtype=x.dtype)
         if self.kind == kpool.MAX:
-            def work(lo: int, hi: int) -> None:
-                kpool.max_pool2d(x3[lo:hi], kh, kw, sh, sw, dh, dw, ph, pw, y[lo:hi])
-        else:
-            include = int(self.attr("count_include_pad", 0))
+            run = kpool.max_pool2d_flat if flat else kpool.max_pool2d
 
             def work(lo: int, hi: int) -> None:
-                kpool.average_pool2d(x3[lo:hi], include, kh, kw, sh, sw, dh, dw, ph, pw,
-                                     spatial[0] + end[0], spatial[1] + end[1], y[lo:hi])
+                run(x3[lo:hi], kh, kw, sh, sw, dh, dw, ph, pw, y[lo:hi])
+        else:
+            include = int(self.attr("count_include_pad", 0))
+            run = kpool.average_pool2d_flat if flat else kpool.average_pool2d
+
+            def work(lo: int, hi: int) -> None:
+                run(x3[lo:hi], include, kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w, y[lo:hi])
         # per plane: each output row combines its window's input rows, then its taps
-        per_plane = osp[0] * (kh * spatial[1] + kw * osp[1])
-        self.threads.run(work, n * c, max(1, SHARE_MIN_WORK // per_plane))
+        per_plane = y_planes[1] * (kh * x_planes[2] + kw * y_planes[2])
+        grain = max(1, SHARE_MIN_WORK // per_plane)
+        if grain >= planes or not self.threads.parallel:
+            work(0, planes)
+        else:
+            self.threads.run(work, planes, grain)
         return y.reshape(out)
 
 
