@@ -1,9 +1,11 @@
 """Compiled integer convolution for ConvInteger and QLinearConv (ops/op_integer_conv.py).
 
-Work items are (image, band of output pixels); each builds the band's im2col rows, pixel-major,
-takes their exact int32 product with the weights of each group, and writes NCHW output: the int32
-sum (ConvInteger) or, requantized as the numpy provider does (_quant_util.requantize: float32 of
-the sum times the float32 multiplier, rounded half to even, plus the zero point, saturated).
+The input is first copied to a padded NHWC image (padding is the zero point), so each pixel's
+im2col row is kh*kw contiguous runs of its group's channels, in (tap, channel) order as the weights
+are laid out. Work items are (image, band of output pixels); each builds the band's rows, takes
+their exact int32 product with each group's weights and writes NCHW output: the int32 sum
+(ConvInteger) or, requantized as the numpy provider does (_quant_util.requantize: float32 of the
+sum times the float32 multiplier, rounded half to even, plus the zero point, saturated).
 With AVX-512 VNNI (kernels/vnni.py) the rows are raw uint8 (int8 input flipped by 128, its zero
 point with it; padding is the zero point) against packed int8 weights (uint8 ones shifted by
 -128), and ``sum (q - zq)(s - zs) = sum q s - zs sum q - zq sum s + K zq zs`` restores the
@@ -18,92 +20,142 @@ from numba import njit
 
 from onnxplug_numba.kernels import vnni
 
-#: Geometry vector layout (int64): see ``geometry`` in ops/op_integer_conv.py.
+#: Geometry vector layout (int64): see ``_geo`` in ops/op_integer_conv.py. HP, WP: the padded image.
 (G_C, G_H, G_W, G_GROUP, G_CG, G_MG, G_KH, G_KW, G_SH, G_SW, G_DH, G_DW, G_PT, G_PL, G_OH, G_OW,
- G_BAND, G_BANDS) = range(18)
+ G_BAND, G_BANDS, G_HP, G_WP) = range(20)
+
+
+@njit(nogil=True, cache=True)
+def pad_nhwc(x4, flip, zq, pt, pl, xp):  # type: ignore[no-untyped-def]
+    """xp (N, HP, WP, C) = x4 (N, C, H, W) transposed, flipped by ``flip``, at (pt, pl) in a
+    margin of ``zq``."""
+    n, c, h, w = x4.shape
+    hp, wp = xp.shape[1], xp.shape[2]
+    pad = np.uint8(zq)
+    f = np.uint8(flip)
+    for i in range(n):
+        for y in range(hp):
+            row = xp[i, y]
+            iy = y - pt
+            if iy < 0 or iy >= h:
+                row[:, :] = pad
+                continue
+            row[:pl, :] = pad
+            row[pl + w:, :] = pad
+            for ch in range(c):
+                src = x4[i, ch, iy]
+                for x in range(w):
+                    row[pl + x, ch] = src[x] ^ f
 
 
 @njit(inline="always", cache=True)
-def _rows_u8(x3, c0, geo, p0, rows, pad, flip, q):  # type: ignore[no-untyped-def]
-    """im2col rows of pixels p0..p0+rows of group channels c0.. into uint8 ``q`` (flipped by
-    ``flip``, out-of-image taps ``pad``); returns nothing, ``q``'s K padding stays zero."""
-    h, wd, cg, kh, kw = geo[G_H], geo[G_W], geo[G_CG], geo[G_KH], geo[G_KW]
-    sh, sw, dh, dw, pt, pl, ow = geo[G_SH], geo[G_SW], geo[G_DH], geo[G_DW], geo[G_PT], geo[G_PL], geo[G_OW]
-    for r in range(rows):
-        p = p0 + r
+def _rows(xp, c0, geo, p0, rows, q):  # type: ignore[no-untyped-def]
+    """im2col rows of pixels p0..p0+rows of the group at channel c0 of padded image xp (HP, WP, C)
+    into q (rows, K padded), in (tap, channel) order; q's K padding stays zero. (Flat unsigned
+    indices: views made in the loops would each cost reference counting, and signed indices a
+    negative-index test per element, which keeps LLVM from vectorizing the copies.)"""
+    u = np.uint64
+    cg, kh, kw = u(geo[G_CG]), u(geo[G_KH]), u(geo[G_KW])
+    sh, sw, dh, dw, ow = u(geo[G_SH]), u(geo[G_SW]), u(geo[G_DH]), u(geo[G_DW]), u(geo[G_OW])
+    c, wp, k4, first = u(xp.shape[2]), u(xp.shape[1]), u(q.shape[1]), u(c0)
+    src = xp.reshape(-1)
+    dst = q.reshape(-1)
+    # a kernel row's taps are one run of kw * C bytes when they are adjacent and take every channel
+    run, runs = (kw * cg, u(1)) if dw == 1 and cg == c else (cg, kw)
+    for r in range(u(rows)):
+        p = u(p0) + r
         oy = p // ow
         ox = p - oy * ow
-        y0 = oy * sh - pt
-        x0 = ox * sw - pl
-        qr = q[r]
-        k = 0
-        for c in range(cg):
-            plane = x3[c0 + c]
-            for i in range(kh):
-                iy = y0 + i * dh
-                if 0 <= iy < h:
-                    line = plane[iy]
-                    for j in range(kw):
-                        ix = x0 + j * dw
-                        qr[k] = (line[ix] ^ flip) if 0 <= ix < wd else pad
-                        k += 1
-                else:
-                    for j in range(kw):
-                        qr[k] = pad
-                        k += 1
+        k = r * k4
+        for i in range(kh):
+            at = ((oy * sh + i * dh) * wp + ox * sw) * c + first
+            for j in range(runs):
+                s0 = at + j * dw * c
+                for e in range(run):
+                    dst[k + e] = src[s0 + e]
+                k += run
 
 
 @njit(inline="always", cache=True)
-def _store(acc, rowsum, zw, base, requant, mult, zp, lo, hi, rows, m0, mg, p0, y2):  # type: ignore[no-untyped-def]
-    """y2[m0 + m, p0 + r] from acc[r, m] - zw[m] * rowsum[r] + base[m], as int32 or requantized."""
-    for m in range(mg):
-        z = zw[m]
-        b = base[m]
-        out = y2[m0 + m]
+def _row_sums(q, rows, k, rowsum):  # type: ignore[no-untyped-def]
+    u = np.uint64
+    flat = q.reshape(-1)
+    k4 = u(q.shape[1])
+    for r in range(u(rows)):
+        s = np.int32(0)
+        for j in range(r * k4, r * k4 + u(k)):
+            s += np.int32(flat[j])
+        rowsum[r] = s
+
+
+@njit(inline="always", cache=True)
+def _store(acc, rowsum, zw, base, requant, mult, zp, lo, hi, rows, m0, mg, p0, stage, y2):  # type: ignore[no-untyped-def]
+    """y2[m0 + m, p0 + r] from acc[r, m] - zw[m] * rowsum[r] + base[m] (int32, wrapping), as int32
+    or requantized: computed along each row of acc (vectorized over m), then transposed through
+    ``stage`` (rows, mg) of y2's type. (Flat unsigned indices, as :func:`_rows`.)"""
+    u = np.uint64
+    a = acc.reshape(-1)
+    st = stage.reshape(-1)
+    out = y2.reshape(-1)
+    width, pixels, n = u(acc.shape[1]), u(y2.shape[1]), u(mg)
+    for r in range(u(rows)):
+        rs = rowsum[r]
+        row, at = r * width, r * n
         if requant:
-            f = mult[m]
-            for r in range(rows):
-                v = np.rint(np.float32(np.int32(acc[r, m] - z * rowsum[r] + b)) * f) + zp
-                out[p0 + r] = min(max(v, lo), hi)
+            for m in range(n):
+                v = np.int32(a[row + m] - np.int32(zw[m] * rs) + base[m])
+                st[at + m] = min(max(np.rint(np.float32(v) * mult[m]) + zp, lo), hi)
         else:
-            for r in range(rows):
-                out[p0 + r] = np.int32(acc[r, m] - z * rowsum[r] + b)
+            for m in range(n):
+                st[at + m] = np.int32(a[row + m] - np.int32(zw[m] * rs) + base[m])
+    for m in range(n):
+        at = (u(m0) + m) * pixels + u(p0)
+        for r in range(u(rows)):
+            out[at + r] = st[r * n + m]
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def conv_vnni(x4, flip, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
-    """Items lo_item..hi_item of the conv with packed int8 weights (group, N/64, K/4, 64, 4),
-    their column sums (group, N padded) and zero points ``zs`` (M, int64); x4 uint8 (N, C, H, W),
-    ``zq`` its (flipped) zero point; y3 (N, M, OH*OW)."""
+def conv_vnni(xp, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
+    """Items lo_item..hi_item of the conv of padded NHWC uint8 ``xp`` (zero point ``zq``) with
+    packed int8 weights (group, N/64, K/4, 64, 4), their column sums (group, N padded) and zero
+    points ``zs`` (M, int32); y3 (N, M, OH*OW). A pointwise stride-1 unpadded conv of one group
+    whose channels are a multiple of 4 reads its rows straight from ``xp``."""
     cg, kh, kw, mg, group = geo[G_CG], geo[G_KH], geo[G_KW], geo[G_MG], geo[G_GROUP]
     band, bands, pixels = geo[G_BAND], geo[G_BANDS], geo[G_OH] * geo[G_OW]
     k = cg * kh * kw
-    q = np.zeros((band, packed.shape[2] * 4), dtype=np.uint8)
+    k4 = packed.shape[2] * 4
+    direct = group == 1 and kh == 1 and kw == 1 and k == k4 and geo[G_SH] == 1 and geo[G_SW] == 1 \
+        and geo[G_HP] * geo[G_WP] == pixels
+    q = np.zeros((band, k4), dtype=np.uint8)
     acc = np.empty((band, packed.shape[1] * vnni.COLUMNS), dtype=np.int32)
-    rowsum = np.empty(band, dtype=np.int64)
-    base = np.empty(mg, dtype=np.int64)
+    rowsum = np.zeros(band, dtype=np.int32)
+    base = np.empty(mg, dtype=np.int32)
+    stage = np.empty((band, mg), dtype=y3.dtype)
+    sums = False
+    for m in range(zs.size):
+        sums = sums or zs[m] != 0
     for item in range(lo_item, hi_item):
         n = item // bands
         p0 = (item - n * bands) * band
         rows = min(band, pixels - p0)
         for g in range(group):
-            _rows_u8(x4[n], g * cg, geo, p0, rows, np.uint8(zq), np.uint8(flip), q)
-            for r in range(rows):
-                s = 0
-                qr = q[r]
-                for j in range(k):
-                    s += np.int64(qr[j])
-                rowsum[r] = s
-            vnni.product(q[:rows], packed[g], acc[:rows])
+            if direct:
+                src = xp[n].reshape(pixels, k4)[p0:p0 + rows]
+            else:
+                _rows(xp[n], g * cg, geo, p0, rows, q)
+                src = q[:rows]
+            if sums:
+                _row_sums(src, rows, k, rowsum)
+            vnni.product(src, packed[g], acc[:rows])
             zsg = zs[g * mg:(g + 1) * mg]
             for m in range(mg):
-                base[m] = k * zq * zsg[m] - zq * np.int64(colsum[g, m]) + bias[g * mg + m]
+                base[m] = np.int32(k * zq * np.int64(zsg[m]) - zq * np.int64(colsum[g, m]) + bias[g * mg + m])
             _store(acc, rowsum, zsg, base, requant, mult[g * mg:(g + 1) * mg], zp, lo, hi, rows, g * mg, mg,
-                   p0, y3[n])
+                   p0, stage, y3[n])
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def conv_int16(x4, flip, zq, wc, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
+def conv_int16(xp, zq, wc, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
     """:func:`conv_vnni` without VNNI: wc the centered weights (group, M/group, K) int16."""
     cg, kh, kw, mg, group = geo[G_CG], geo[G_KH], geo[G_KW], geo[G_MG], geo[G_GROUP]
     band, bands, pixels = geo[G_BAND], geo[G_BANDS], geo[G_OH] * geo[G_OW]
@@ -111,15 +163,16 @@ def conv_int16(x4, flip, zq, wc, bias, geo, requant, mult, zp, lo, hi, y3, lo_it
     q = np.zeros((band, k), dtype=np.uint8)
     c16 = np.empty(k, dtype=np.int16)
     acc = np.empty((band, mg), dtype=np.int32)
-    rowsum = np.zeros(band, dtype=np.int64)
-    zero = np.zeros(mg, dtype=np.int64)
-    base = np.empty(mg, dtype=np.int64)
+    rowsum = np.zeros(band, dtype=np.int32)
+    zero = np.zeros(mg, dtype=np.int32)
+    base = np.empty(mg, dtype=np.int32)
+    stage = np.empty((band, mg), dtype=y3.dtype)
     for item in range(lo_item, hi_item):
         n = item // bands
         p0 = (item - n * bands) * band
         rows = min(band, pixels - p0)
         for g in range(group):
-            _rows_u8(x4[n], g * cg, geo, p0, rows, np.uint8(zq), np.uint8(flip), q)
+            _rows(xp[n], g * cg, geo, p0, rows, q)
             wg = wc[g]
             for r in range(rows):
                 qr = q[r]
@@ -132,6 +185,6 @@ def conv_int16(x4, flip, zq, wc, bias, geo, requant, mult, zp, lo, hi, y3, lo_it
                         s += np.int32(c16[j]) * np.int32(w[j])
                     acc[r, m] = s
             for m in range(mg):
-                base[m] = bias[g * mg + m]
+                base[m] = np.int32(bias[g * mg + m])
             _store(acc, rowsum, zero, base, requant, mult[g * mg:(g + 1) * mg], zp, lo, hi, rows, g * mg, mg,
-                   p0, y3[n])
+                   p0, stage, y3[n])

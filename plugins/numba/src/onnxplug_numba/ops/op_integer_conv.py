@@ -97,11 +97,16 @@ class _IntegerConv(NumbaKernel):
         if oh <= 0 or ow <= 0:
             raise ValueError(f"{self.node.describe()}: the window {list(w_shape[2:])} is larger than the padded "
                              f"input {list(x_shape[2:])}")
+        if min(begin) < 0 or min(end) < 0:
+            raise ValueError(f"{self.node.describe()}: negative pads {[*begin, *end]} are not computed")
         pixels = oh * ow
         band = min(BAND, pixels)
         bands = -(-pixels // band)
+        # the padded image reaches every tap of every output pixel
+        hp, wp = (max(spatial[a] + begin[a], (size - 1) * strides[a] + (kernel[a] - 1) * dilations[a] + 1)
+                  for a, size in ((0, oh), (1, ow)))
         geo = np.array([c, *spatial, group, cg, m // group, *kernel, *strides, *dilations, begin[0], begin[1],
-                        oh, ow, band, bands], dtype=np.int64)
+                        oh, ow, band, bands, hp, wp], dtype=np.int64)
         out_shape = (n, m, ow) if len(x_shape) == 3 else (n, m, oh, ow)
         found = self._geometry[key] = (geo, out_shape, n * bands, n * m * pixels * cg * math.prod(kernel))
         return found
@@ -125,14 +130,15 @@ class _IntegerConv(NumbaKernel):
         if bias.size != m:
             raise ValueError(f"{self.node.describe()}: B must have {m} values, got shape {list(b.shape)}")
         mg = m // group
-        mat = w.reshape(group, mg, -1)  # (group, M/group, K)
+        w4 = w[:, :, None, :] if w.ndim == 3 else w
+        mat = w4.transpose(0, 2, 3, 1).reshape(group, mg, -1)  # (group, M/group, K) in (tap, channel) order
         if USE_VNNI and vnni.AVAILABLE and mg >= VNNI_MIN_CHANNELS:
             shift = 128 if w.dtype == np.uint8 else 0
             signed = (mat.astype(np.int16) - shift).astype(np.int8)
             parts = [vnni.pack(np.ascontiguousarray(signed[g].T)) for g in range(group)]
             packed = np.ascontiguousarray(np.stack([p for p, _ in parts]))
             colsum = np.ascontiguousarray(np.stack([s for _, s in parts]))
-            prepared = (True, (packed, colsum, zp - shift), bias)
+            prepared = (True, (packed, colsum, (zp - shift).astype(np.int32)), bias)
         else:
             centered = np.ascontiguousarray(mat.astype(np.int16) - zp.reshape(group, mg, 1).astype(np.int16))
             prepared = (False, (centered,), bias)
@@ -156,20 +162,23 @@ class _IntegerConv(NumbaKernel):
         xu = np.ascontiguousarray(x)
         if xu.dtype == np.int8:  # int8 as uint8 shifted by 128: VNNI's left operand is unsigned
             xu, flip, zq = xu.view(np.uint8), 128, zq + 128
-        x4 = xu.reshape(out_shape[0], int(geo[kic.G_C]), int(geo[kic.G_H]), int(geo[kic.G_W]))
+        n = out_shape[0]
+        x4 = xu.reshape(n, int(geo[kic.G_C]), int(geo[kic.G_H]), int(geo[kic.G_W]))
+        xp = np.empty((n, int(geo[kic.G_HP]), int(geo[kic.G_WP]), x4.shape[1]), dtype=np.uint8)
+        kic.pad_nhwc(x4, flip, zq, int(geo[kic.G_PT]), int(geo[kic.G_PL]), xp)
         y = np.empty(out_shape, dtype=out_dtype)
         y3 = y.reshape(out_shape[0], out_shape[1], -1)
         if use_vnni:
             packed, colsum, zs = weights
 
             def work(lo_item: int, hi_item: int) -> None:
-                kic.conv_vnni(x4, flip, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3,
-                              lo_item, hi_item)
+                kic.conv_vnni(xp, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3, lo_item,
+                              hi_item)
         else:
             (centered,) = weights
 
             def work(lo_item: int, hi_item: int) -> None:
-                kic.conv_int16(x4, flip, zq, centered, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item)
+                kic.conv_int16(xp, zq, centered, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item)
 
         if macs >= SHARE_MIN_MACS and self.threads.parallel:
             self.threads.run(work, items, 1)

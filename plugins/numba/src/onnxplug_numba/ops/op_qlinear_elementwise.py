@@ -1,10 +1,11 @@
 """com.microsoft QLinearAdd and QLinearGlobalAveragePool on uint8 or int8, per-tensor parameters,
-compiled, in the numpy provider's arithmetic step by step (onnxplug.providers.numpy.ops.
-com_microsoft: _qlinear_binary, op_qlinear_global_average_pool), which matches onnxruntime's:
-QLinearAdd dequantizes each side as ``(float32(q) - float32(zero_point)) * scale``, adds in float32
-and quantizes ``rint(sum / c_scale) + c_zero_point`` saturated; broadcast operands are expanded
-first. QLinearGlobalAveragePool sums each plane exactly, subtracts ``zero_point * count``, takes
-float32 of it times ``float32(x_scale) / count`` and quantizes the same way, NC... or (with
+compiled. QLinearAdd follows onnxruntime's AVX2 kernel (MLAS qladd_avx2) bit for bit: with ratios
+``rA = a_scale / c_scale`` and ``rB = b_scale / c_scale`` (float32) and ``fixed = c_zero_point -
+fma(rA, a_zero_point, rB * b_zero_point)``, ``c = fma(a, rA, fma(b, rB, fixed))`` rounded half to
+even and saturated; where A is one value per broadcast span onnxruntime passes the operands
+swapped, so A and B trade places. QLinearGlobalAveragePool is the numpy provider's arithmetic
+(com_microsoft/op_qlinear_global_average_pool): each plane summed exactly, ``zero_point * count``
+subtracted, float32 of it times ``float32(x_scale) / count``, quantized by y_scale, NC... or (with
 ``channels_last``) N...C.
 """
 
@@ -13,7 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from onnxplug_sdk import Decline, GraphView, Node
 
 from onnxplug_numba.ops._base import NumbaKernel, row_grain
@@ -25,14 +29,27 @@ _EIGHT_BIT = {np.dtype(np.uint8): (np.float32(0), np.float32(255)),
 _F32 = np.dtype(np.float32)
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):  # type: ignore[no-untyped-def]
+    """float32 ``a * b + c`` rounded once (LLVM's fma)."""
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        f = ir.FloatType()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f, [f, f, f]), "llvm.fma.f32")
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
 @njit(nogil=True, error_model="numpy", cache=True)
-def _add(a, b, sa, za, sb, zb, sc, zc, lo, hi, c):  # type: ignore[no-untyped-def]
-    """c = quantize(dequantize(a) + dequantize(b)) over flat arrays of one size."""
+def _add(p, q, rp, zp, rq, zq, zc, lo, hi, c):  # type: ignore[no-untyped-def]
+    """c = saturate(rint(fma(p, rp, fma(q, rq, fixed)))) over flat arrays of one size."""
+    fixed = np.float32(zc - _fma(rp, zp, np.float32(rq * zq)))
     for i in range(c.size):
-        fa = (np.float32(a[i]) - za) * sa
-        fb = (np.float32(b[i]) - zb) * sb
-        v = np.rint(np.float32(fa + fb) / sc) + zc
-        c[i] = min(max(v, lo), hi)
+        v = np.rint(_fma(np.float32(p[i]), rp, _fma(np.float32(q[i]), rq, fixed)))
+        # the int32 conversion gives INT_MIN out of range (and for NaN), which saturates low
+        c[i] = min(max(v, lo), hi) if -2147483648.0 <= v < 2147483648.0 else lo
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
@@ -92,23 +109,39 @@ class QLinearAdd(NumbaKernel):
         if a.dtype != b.dtype or a.dtype not in _EIGHT_BIT:
             raise ValueError(f"{self.node.describe()}: A and B must be one 8-bit type, got {a.dtype} and {b.dtype}")
         f32 = np.float32
-        params = (_scalar(self, "A_scale", a_scale, f32), _scalar(self, "A_zero_point", a_zero_point, f32),
-                  _scalar(self, "B_scale", b_scale, f32), _scalar(self, "B_zero_point", b_zero_point, f32),
-                  _scalar(self, "C_scale", c_scale, f32), _scalar(self, "C_zero_point", c_zero_point, f32),
+        sc = _scalar(self, "C_scale", c_scale, f32)
+        ra = f32(_scalar(self, "A_scale", a_scale, f32) / sc)
+        rb = f32(_scalar(self, "B_scale", b_scale, f32) / sc)
+        side_a = (ra, _scalar(self, "A_zero_point", a_zero_point, f32))
+        side_b = (rb, _scalar(self, "B_zero_point", b_zero_point, f32))
+        first, second = (b, a) if _scalar_spans(a.shape, b.shape) else (a, b)
+        params = (*(side_b + side_a if first is b else side_a + side_b), _scalar(self, "C_zero_point", c_zero_point, f32),
                   *_EIGHT_BIT[a.dtype])
         if a.shape != b.shape:
             shape = np.broadcast_shapes(a.shape, b.shape)
-            a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
-        fa, fb = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
-        c = np.empty(a.shape, dtype=a.dtype)
+            first, second = np.broadcast_to(first, shape), np.broadcast_to(second, shape)
+        fp, fq = np.ascontiguousarray(first).reshape(-1), np.ascontiguousarray(second).reshape(-1)
+        c = np.empty(first.shape, dtype=a.dtype)
         fc = c.reshape(-1)
         size = fc.size
         grain = row_grain(1)
         if size >= 2 * grain and self.threads.parallel:
-            self.threads.run(lambda lo, hi: _add(fa[lo:hi], fb[lo:hi], *params, fc[lo:hi]), size, grain)
+            self.threads.run(lambda lo, hi: _add(fp[lo:hi], fq[lo:hi], *params, fc[lo:hi]), size, grain)
         else:
-            _add(fa, fb, *params, fc)
+            _add(fp, fq, *params, fc)
         return c
+
+
+def _scalar_spans(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> bool:
+    """Whether onnxruntime's broadcast runs A as one value per span of B: A's innermost axis where
+    the output is wider than 1 has length 1 (or the output is a single value)."""
+    rank = max(len(a_shape), len(b_shape))
+    a = (1,) * (rank - len(a_shape)) + tuple(a_shape)
+    b = (1,) * (rank - len(b_shape)) + tuple(b_shape)
+    for i in range(rank - 1, -1, -1):
+        if max(a[i], b[i]) != 1:
+            return a[i] == 1
+    return True
 
 
 @NumbaProvider.kernel("QLinearGlobalAveragePool", 1, domain=_MS)

@@ -1,0 +1,180 @@
+"""ConvInteger, QLinearConv, QLinearAdd and QLinearGlobalAveragePool on the numba provider against
+onnxruntime (bitwise): 8-bit type combinations, zero points, per-channel scales, bias, pads,
+strides, dilations, auto_pad, groups and depthwise, 1-D, batches, both integer kernels (VNNI and
+int16) and the thread split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba_test_helpers import assert_node_on_numba_matches, node_model, run_numba
+
+from onnxplug_numba.kernels import vnni
+from onnxplug_numba.ops import op_integer_conv
+
+MS = "com.microsoft"
+
+
+@pytest.fixture(params=["vnni", "int16"])
+def kernel(request, monkeypatch):  # type: ignore[no-untyped-def]
+    """Each test runs on both integer kernels (VNNI only where the CPU has it)."""
+    if request.param == "vnni" and not vnni.AVAILABLE:
+        pytest.skip("the CPU has no AVX-512 VNNI")
+    monkeypatch.setattr(op_integer_conv, "USE_VNNI", request.param == "vnni")
+    return request.param
+
+
+def _q(rng, dtype, shape):  # type: ignore[no-untyped-def]
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+def _conv_integer(rng, xt, wt, x_shape, w_shape, threads=0, **attrs):  # type: ignore[no-untyped-def]
+    x, w = _q(rng, xt, x_shape), _q(rng, wt, w_shape)
+    inits = {"w": w, "xz": _q(rng, xt, ()), "wz": _q(rng, wt, ())}
+    model = node_model("ConvInteger", {"x": x}, initializers=inits, opset=10, **attrs)
+    return assert_node_on_numba_matches(model, {"x": x}, "ConvInteger", threads=threads)
+
+
+@pytest.mark.parametrize("xt,wt", [(np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.uint8), (np.int8, np.int8)])
+def test_conv_integer_types(kernel, xt, wt) -> None:
+    rng = np.random.default_rng(1)
+    _conv_integer(rng, xt, wt, (2, 5, 9, 11), (16, 5, 3, 3), pads=[1, 0, 2, 1], strides=[2, 1])
+
+
+@pytest.mark.parametrize("attrs,w_shape,x_shape", [
+    ({"pads": [1, 1, 1, 1]}, (24, 8, 3, 3), (1, 8, 7, 13)),
+    ({"dilations": [2, 3], "pads": [2, 3, 2, 3]}, (9, 3, 3, 3), (1, 3, 10, 12)),
+    ({"auto_pad": "SAME_UPPER", "strides": [2, 2]}, (12, 4, 3, 2), (1, 4, 9, 8)),
+    ({"auto_pad": "SAME_LOWER", "strides": [1, 2]}, (12, 4, 2, 3), (1, 4, 6, 7)),
+    ({"auto_pad": "VALID"}, (70, 6, 1, 1), (3, 6, 5, 5)),
+    ({"group": 2, "pads": [1, 1, 1, 1]}, (32, 3, 3, 3), (2, 6, 8, 8)),
+    ({"group": 8, "pads": [1, 1, 1, 1], "strides": [2, 2]}, (8, 1, 3, 3), (1, 8, 9, 9)),
+    ({"pads": [2, 1], "strides": [3]}, (16, 4, 5), (2, 4, 17)),
+    ({}, (20, 7, 1, 1), (1, 7, 6, 6)),
+])
+def test_conv_integer_geometry(kernel, attrs, w_shape, x_shape) -> None:
+    _conv_integer(np.random.default_rng(2), np.uint8, np.uint8, x_shape, w_shape, **attrs)
+
+
+def test_conv_integer_split_over_threads(kernel) -> None:
+    """A conv above the sharing threshold, split into (image, pixel band) items over two threads."""
+    rng = np.random.default_rng(3)
+    _conv_integer(rng, np.uint8, np.uint8, (2, 32, 20, 20), (64, 32, 3, 3), threads=2, pads=[1, 1, 1, 1])
+
+
+def test_conv_integer_fed_weights_and_no_zero_points(kernel) -> None:
+    """W as a graph input (prepared on each call, not kept) and both zero points omitted."""
+    rng = np.random.default_rng(4)
+    x, w = _q(rng, np.uint8, (1, 4, 6, 6)), _q(rng, np.uint8, (10, 4, 3, 3))
+    model = node_model("ConvInteger", {"x": x, "w": w}, opset=10)
+    assert_node_on_numba_matches(model, {"x": x, "w": w}, "ConvInteger")
+    w2 = _q(rng, np.uint8, (10, 4, 3, 3))  # a second call with other weights
+    got, _ = run_numba(model, {"x": x, "w": w2}, fallback=True)
+    model_c = node_model("ConvInteger", {"x": x}, initializers={"w": w2}, opset=10)
+    np.testing.assert_array_equal(got[0], assert_node_on_numba_matches(model_c, {"x": x}, "ConvInteger")[0])
+
+
+def test_conv_integer_per_channel_weight_zero_point(kernel) -> None:
+    """onnxruntime refuses a per-channel W zero point; the exact integer conv is the reference."""
+    rng = np.random.default_rng(5)
+    x, w, wz = _q(rng, np.uint8, (1, 3, 5, 6)), _q(rng, np.uint8, (12, 3, 3, 3)), _q(rng, np.uint8, (12,))
+    model = node_model("ConvInteger", {"x": x}, initializers={"w": w, "xz": np.array(7, np.uint8), "wz": wz},
+                       opset=10, pads=[1, 1, 1, 1])
+    got, session = run_numba(model, {"x": x})
+    xc = np.pad(x.astype(np.int64) - 7, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    wc = w.astype(np.int64) - wz.astype(np.int64)[:, None, None, None]
+    windows = np.lib.stride_tricks.sliding_window_view(xc, (3, 3), axis=(2, 3))  # (1, 3, 5, 6, 3, 3)
+    expected = np.einsum("nchwij,mcij->nmhw", windows, wc).astype(np.int32)
+    np.testing.assert_array_equal(got[0], expected)
+
+
+def _qlinear_conv(rng, xt, wt, yt, x_shape, w_shape, per_channel, bias, domain="", threads=0, **attrs):  # type: ignore[no-untyped-def]
+    x, w = _q(rng, xt, x_shape), _q(rng, wt, w_shape)
+    m, k = w_shape[0], int(np.prod(w_shape[1:]))
+    ws = (rng.random(m if per_channel else ()) * 0.02 + 0.005).astype(np.float32)
+    # (uint8 weights centered near their zero point, as quantizers make them)
+    wz = np.zeros(m if per_channel else (), wt) if wt == np.int8 else \
+        rng.integers(118, 139, m if per_channel else ()).astype(wt)
+    xs = np.array(0.03, np.float32)
+    # the output scale puts most results inside the range, a few saturated
+    ys = np.array(float(xs) * float(np.mean(ws)) * np.sqrt(k) * 74 * 74 / 40, np.float32)
+    inits = {"xs": xs, "xz": _q(rng, xt, ()), "w": w, "ws": ws, "wz": wz, "ys": ys, "yz": _q(rng, yt, ())}
+    if bias:
+        inits["b"] = rng.integers(-20000, 20000, m).astype(np.int32)
+    model = node_model("QLinearConv", {"x": x}, initializers=inits, opset=10, domain=domain, **attrs)
+    got = assert_node_on_numba_matches(model, {"x": x}, "QLinearConv", threads=threads)[0]
+    lo, hi = np.iinfo(yt).min, np.iinfo(yt).max
+    assert np.mean((got > lo) & (got < hi)) > 0.3  # requantization is exercised, not just saturation
+    return got
+
+
+@pytest.mark.parametrize("xt,wt", [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinear_conv(kernel, xt, wt, per_channel) -> None:
+    rng = np.random.default_rng(6)
+    _qlinear_conv(rng, xt, wt, xt, (2, 6, 9, 10), (16, 6, 3, 3), per_channel, True, pads=[1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("attrs,w_shape,x_shape", [
+    ({"strides": [2, 2], "pads": [1, 1, 1, 1]}, (32, 16, 3, 3), (1, 16, 11, 12)),
+    ({"group": 4, "pads": [0, 1, 0, 1]}, (8, 2, 3, 3), (3, 8, 5, 7)),
+    ({"group": 6, "pads": [1, 1, 1, 1]}, (6, 1, 3, 3), (1, 6, 7, 7)),
+    ({"auto_pad": "SAME_UPPER"}, (20, 5, 4), (2, 5, 13)),
+    ({}, (72, 24, 1, 1), (1, 24, 5, 5)),
+])
+def test_qlinear_conv_geometry(kernel, attrs, w_shape, x_shape) -> None:
+    _qlinear_conv(np.random.default_rng(7), np.uint8, np.int8, np.uint8, x_shape, w_shape, True, False, **attrs)
+
+
+def test_qlinear_conv_split_over_threads(kernel) -> None:
+    _qlinear_conv(np.random.default_rng(8), np.uint8, np.int8, np.uint8, (2, 32, 24, 20), (48, 32, 3, 3), False,
+                  True, threads=2, pads=[1, 1, 1, 1])
+
+
+def test_qlinear_conv_contrib(kernel) -> None:
+    """com.microsoft QLinearConv: NCHW, and N...C with channels_last."""
+    rng = np.random.default_rng(9)
+    _qlinear_conv(rng, np.uint8, np.int8, np.uint8, (1, 4, 7, 6), (16, 4, 3, 3), False, True, domain=MS,
+                  pads=[1, 1, 1, 1])
+    _qlinear_conv(rng, np.uint8, np.int8, np.uint8, (1, 7, 6, 4), (16, 4, 3, 3), False, True, domain=MS,
+                  pads=[1, 1, 1, 1], channels_last=1)
+
+
+def _params(rng, dtype, *names):  # type: ignore[no-untyped-def]
+    out = {}
+    for n in names:
+        out[n + "s"] = np.array(rng.random() * 0.05 + 0.01, np.float32)
+        out[n + "z"] = _q(rng, dtype, ())
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 16, 30, 31), (2, 16, 30, 31)), ((2, 3, 50, 40), (3, 1, 1)),
+                                             ((3, 1, 1), (2, 3, 50, 40)), ((1,), (7, 301)), ((7, 301), (1,)),
+                                             ((4, 1, 9), (4, 300, 9))])
+@pytest.mark.parametrize("seed", [10, 11])
+def test_qlinear_add(dtype, a_shape, b_shape, seed) -> None:
+    """Large enough for the rounding of onnxruntime's fused multiply-adds to show, in each way its
+    broadcast splits the work (both spans, B or A one value per span)."""
+    rng = np.random.default_rng(seed)
+    a, b = _q(rng, dtype, a_shape), _q(rng, dtype, b_shape)
+    p = _params(rng, dtype, "a", "b", "c")
+    p["cs"] = np.array(float(p["as"] + p["bs"]) * 0.8, np.float32)
+    inputs = {"a": a, "as": p["as"], "az": p["az"], "b": b, "bs": p["bs"], "bz": p["bz"], "cs": p["cs"],
+              "cz": p["cz"]}
+    model = node_model("QLinearAdd", inputs, domain=MS)
+    assert_node_on_numba_matches(model, inputs, "QLinearAdd")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("channels_last,shape", [(0, (2, 16, 7, 9)), (1, (2, 7, 9, 16)), (0, (3, 5, 11)),
+                                                 (1, (1, 2, 3, 4, 6))])
+def test_qlinear_global_average_pool(dtype, channels_last, shape) -> None:
+    rng = np.random.default_rng(11)
+    x = _q(rng, dtype, shape)
+    p = _params(rng, dtype, "x", "y")
+    p["ys"] = np.array(float(p["xs"]) * 0.3, np.float32)
+    inputs = {"x": x, "xs": p["xs"], "xz": p["xz"], "ys": p["ys"], "yz": p["yz"]}
+    model = node_model("QLinearGlobalAveragePool", inputs, domain=MS, channels_last=channels_last)
+    assert_node_on_numba_matches(model, inputs, "QLinearGlobalAveragePool")
