@@ -1,17 +1,15 @@
 """Compiled integer convolution for ConvInteger and QLinearConv (ops/op_integer_conv.py).
 
 The input is first copied to a padded NHWC image (padding is the zero point), so each pixel's
-im2col row is kh*kw contiguous runs of its group's channels, in (tap, channel) order as the weights
-are laid out. Work items are (image, band of output pixels); each builds the band's rows, takes
-their exact int32 product with each group's weights and writes NCHW output: the int32 sum
-(ConvInteger) or, requantized as the numpy provider does (_quant_util.requantize: float32 of the
-sum times the float32 multiplier, rounded half to even, plus the zero point, saturated).
-With AVX-512 VNNI (kernels/vnni.py) the rows are raw uint8 (int8 input flipped by 128, its zero
-point with it; padding is the zero point) against packed int8 weights (uint8 ones shifted by
--128), and ``sum (q - zq)(s - zs) = sum q s - zs sum q - zq sum s + K zq zs`` restores the
-centered sum. Without it the rows and weights are centered int16 and each output is a dot product
-LLVM sums in 16-bit pairs. Every sum wraps modulo 2**32 and is exact wherever the result fits int32.
-"""
+im2col row is contiguous runs of its group's channels, in (tap, channel) order as the weights are
+laid out. Work items are (image, band of output pixels): each builds the band's rows, takes their
+exact int32 product with each group's weights and writes NCHW output, the int32 sum (ConvInteger)
+or requantized as the numpy provider does (_quant_util.requantize: float32 of the sum times the
+float32 multiplier, rounded half to even, plus the zero point, saturated). With AVX-512 VNNI
+(kernels/vnni.py) rows are raw uint8 (int8 input flipped by 128, its zero point too) against
+packed int8 weights (uint8 ones shifted by -128); ``sum (q - zq)(s - zs) = sum q s - zs sum q -
+zq sum s + K zq zs`` restores the centered sum. Otherwise rows and weights are centered int16.
+Every sum wraps modulo 2**32, so each is exact wherever the result fits int32."""
 
 from __future__ import annotations
 
