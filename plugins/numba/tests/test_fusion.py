@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 import pytest
@@ -110,3 +112,42 @@ def test_costly_chain_is_shared_in_a_prange_region_from_fewer_elements(rng):
     s = x.astype(np.float64) + b
     expected = 0.5 * s * (1 + np.vectorize(math.erf)(s / math.sqrt(2)))
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shapes", [((3, 5, 4, 7), (1, 5, 1, 7), (3, 1, 4, 1)), ((2, 9, 3, 3), (1, 9, 1, 1), ()),
+                                    ((4, 6, 5), (6, 1), (4, 1, 5))])
+def test_broadcast_loop_started_at_any_row_walks_every_position(rng, shapes):
+    """The nd loop divides its first row's position out and steps the rest: every split of the
+    rows into [lo, hi) parts gives numpy's broadcast result."""
+    from onnxplug_numba.fusion.codegen import Program
+    from onnxplug_numba.fusion.ops import Step
+    from onnxplug_numba.fusion.runner import ElementwiseRunner, plan_layout
+    from onnxplug_numba.threads import ThreadControl
+
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    program = Program(("x", "a", "b"), ("float32",) * 3,
+                      (Step("Mul", ("x", "a"), "m", "float32"), Step("Add", ("m", "b"), "y", "float32")), ("y",))
+    out_shape = np.broadcast_shapes(*shapes)
+    layout = plan_layout(shapes, out_shape)
+    assert layout.mode == "nd" and len(layout.shape) >= 2
+    kernel = ElementwiseRunner(program, ThreadControl(1)).module(layout.mode, layout.kinds).kernel
+    rows = int(np.prod(layout.shape[:-1]))
+    expected = arrays[0] * arrays[1] + arrays[2]
+    for cuts in ([0, rows], [0, 1, rows], [0, rows // 3, rows // 2 + 1, rows - 1, rows]):
+        out = np.full(out_shape, np.nan, np.float32)
+        args = [layout.shape]
+        for x, st in zip(arrays, layout.strides):
+            args += [x.ravel(), st]
+        for lo, hi in itertools.pairwise(cuts):
+            kernel(lo, hi, *args, out.ravel())
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_large_broadcast_chain_split_over_threads_matches_onnxruntime(rng):
+    model = chain_model((3, 96, 5, 7), (96, 1, 7))
+    feeds = {"x": rng.standard_normal((3, 96, 5, 7)).astype(np.float32),
+             "b": rng.standard_normal((96, 1, 7)).astype(np.float32)}
+    got, _ = run_numba(model, feeds, threads=2)
+    assert_close(got, run_onnxruntime(model, feeds))
+    one, _ = run_numba(model, feeds, threads=1)
+    np.testing.assert_array_equal(got[0], one[0])

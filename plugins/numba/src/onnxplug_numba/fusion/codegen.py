@@ -78,17 +78,20 @@ def _nd(program: Program, kinds: tuple[str, ...], name: str) -> list[str]:
     n_in, n_out = len(program.inputs), len(program.outputs)
     params = ["lo", "hi", "shape"] + [p for i in range(n_in) for p in (f"x{i}", f"st{i}")] + \
         [f"out{j}" for j in range(n_out)]
+    # the row's position is divided out once, at lo; each next row steps it like an odometer
+    # (a division per axis and row cost more than a short row's own work)
     lines = [f"def {name}({', '.join(params)}):",
              "    nd = shape.shape[0]",
              "    inner = shape[nd - 1]",
-             "    for r in range(lo, hi):",
-             "        rem = r"]
-    lines += [f"        o{i} = 0" for i in range(n_in)]
-    lines += ["        for d in range(nd - 2, -1, -1):",
-              "            idx = rem % shape[d]",
-              "            rem //= shape[d]"]
-    lines += [f"            o{i} += idx * st{i}[d]" for i in range(n_in)]
-    lines.append("        base = r * inner")
+             "    pos = np.zeros(nd, dtype=np.int64)",
+             "    rem = lo"]
+    lines += [f"    o{i} = 0" for i in range(n_in)]
+    lines += ["    for d in range(nd - 2, -1, -1):",
+              "        pos[d] = rem % shape[d]",
+              "        rem //= shape[d]"]
+    lines += [f"        o{i} += pos[d] * st{i}[d]" for i in range(n_in)]
+    lines += ["    for r in range(lo, hi):",
+              "        base = r * inner"]
     for i, kind in enumerate(kinds):
         if kind == "z":
             lines.append(f"        a{i} = x{i}[o{i}]")
@@ -103,6 +106,15 @@ def _nd(program: Program, kinds: tuple[str, ...], name: str) -> list[str]:
             lines.append(f"            a{i} = in{i}[e]")
     load = {inp: f"a{i}" for i, inp in enumerate(program.inputs)}
     lines += [s.replace("OUT_INDEX", "e") for s in _body(program, load, "            ")]
+    lines += ["        d = nd - 2",
+              "        while d >= 0:",
+              "            pos[d] += 1"]
+    lines += [f"            o{i} += st{i}[d]" for i in range(n_in)]
+    lines += ["            if pos[d] < shape[d]:",
+              "                break",
+              "            pos[d] = 0"]
+    lines += [f"            o{i} -= st{i}[d] * shape[d]" for i in range(n_in)]
+    lines += ["            d -= 1"]
     return lines
 
 
