@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from numba_test_helpers import assert_node_on_numba_matches, node_model, run_numba
+import onnxplug as ort
+from numba_test_helpers import assert_node_on_numba_matches, node_model, run_numba, run_onnxruntime
 
 from onnxplug_numba.kernels import vnni
 from onnxplug_numba.ops import op_integer_conv
@@ -73,6 +74,25 @@ def test_conv_integer_fed_weights_and_no_zero_points(kernel) -> None:
     got, _ = run_numba(model, {"x": x, "w": w2}, fallback=True)
     model_c = node_model("ConvInteger", {"x": x}, initializers={"w": w2}, opset=10)
     np.testing.assert_array_equal(got[0], assert_node_on_numba_matches(model_c, {"x": x}, "ConvInteger")[0])
+
+
+def test_qlinear_conv_shapes_change_between_runs(kernel) -> None:
+    """One session, inputs of several shapes (a call plan per shape), each as onnxruntime."""
+    rng = np.random.default_rng(12)
+    w = _q(rng, np.int8, (16, 3, 3, 3))
+    inits = {"xs": np.array(0.02, np.float32), "xz": np.array(120, np.uint8), "w": w,
+             "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8), "ys": np.array(0.3, np.float32),
+             "yz": np.array(128, np.uint8)}
+    x0 = _q(rng, np.uint8, (1, 3, 8, 8))
+    model = node_model("QLinearConv", {"x": x0}, initializers=inits, opset=10, pads=[1, 1, 1, 1])
+    for axis, name in enumerate("nchw"):
+        if axis != 1:
+            model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = name
+    session = ort.InferenceSession(model.SerializeToString(), providers=["numba"])
+    assert {a.provider for a in session.get_node_assignments()} == {"numba"}
+    for shape in [(1, 3, 8, 8), (2, 3, 5, 9), (1, 3, 8, 8), (3, 3, 12, 4)]:
+        x = _q(rng, np.uint8, shape)
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
 
 
 def test_conv_integer_per_channel_weight_zero_point(kernel) -> None:

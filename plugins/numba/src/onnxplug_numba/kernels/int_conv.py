@@ -113,11 +113,15 @@ def _store(acc, rowsum, zw, base, requant, mult, zp, lo, hi, rows, m0, mg, p0, s
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def conv_vnni(xp, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
-    """Items lo_item..hi_item of the conv of padded NHWC uint8 ``xp`` (zero point ``zq``) with
+def conv_vnni(x4, xp, pad, flip, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3, lo_item,  # type: ignore[no-untyped-def]
+              hi_item):
+    """Items lo_item..hi_item of the conv of padded NHWC uint8 ``xp`` (zero point ``zq``; first
+    made from ``x4`` flipped by ``flip`` when ``pad``) with
     packed int8 weights (group, N/64, K/4, 64, 4), their column sums (group, N padded) and zero
     points ``zs`` (M, int32); y3 (N, M, OH*OW). A pointwise stride-1 unpadded conv of one group
     whose channels are a multiple of 4 reads its rows straight from ``xp``."""
+    if pad:
+        pad_nhwc(x4, flip, zq, geo[G_PT], geo[G_PL], xp)
     cg, kh, kw, mg, group = geo[G_CG], geo[G_KH], geo[G_KW], geo[G_MG], geo[G_GROUP]
     band, bands, pixels = geo[G_BAND], geo[G_BANDS], geo[G_OH] * geo[G_OW]
     k = cg * kh * kw
@@ -153,8 +157,10 @@ def conv_vnni(xp, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, 
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
-def conv_int16(xp, zq, wc, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
+def conv_int16(x4, xp, pad, flip, zq, wc, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item):  # type: ignore[no-untyped-def]
     """:func:`conv_vnni` without VNNI: wc the centered weights (group, M/group, K) int16."""
+    if pad:
+        pad_nhwc(x4, flip, zq, geo[G_PT], geo[G_PL], xp)
     cg, kh, kw, mg, group = geo[G_CG], geo[G_KH], geo[G_KW], geo[G_MG], geo[G_GROUP]
     band, bands, pixels = geo[G_BAND], geo[G_BANDS], geo[G_OH] * geo[G_OW]
     k = cg * kh * kw

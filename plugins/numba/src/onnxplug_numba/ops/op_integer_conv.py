@@ -13,6 +13,7 @@ calling thread; larger ones split their (image, pixel band) items over the sessi
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node, output_size
@@ -55,15 +56,25 @@ def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
 
 
 class _IntegerConv(NumbaKernel):
-    """The shared engine: ``_run`` with the weights, zero points, bias and requantization."""
+    """The shared engine: a call plan per input shape (weights, geometry, requantization), run by
+    ``_execute``."""
 
-    def __init__(self, node: Node, context: KernelContext, constant: tuple[int, ...]) -> None:
+    def __init__(self, node: Node, context: KernelContext, plan_inputs: tuple[int, ...],
+                 weight_inputs: tuple[int, ...]) -> None:
         super().__init__(node, context)
-        names = [node.inputs[i] if i < len(node.inputs) else "" for i in constant]
-        self.constant = all(not n or n in context.constants for n in names)
+
+        def constant(indices: tuple[int, ...]) -> bool:
+            return all(i >= len(node.inputs) or not node.inputs[i] or node.inputs[i] in context.constants
+                       for i in indices)
+
+        #: the inputs a call plan depends on (all but X and x_zero_point) are constant initializers
+        self.constant = constant(plan_inputs)
+        #: W, its zero point and B are (the weights' layout is kept)
+        self.constant_weights = constant(weight_inputs)
         self._specs: dict[int, ConvSpec] = {}
         self._geometry: dict[tuple, tuple] = {}
         self._kept: tuple | None = None
+        self._plans: dict[tuple, tuple] = {}
 
     def _spec(self, rank: int) -> ConvSpec:
         spec = self._specs.get(rank)
@@ -142,48 +153,55 @@ class _IntegerConv(NumbaKernel):
         else:
             centered = np.ascontiguousarray(mat.astype(np.int16) - zp.reshape(group, mg, 1).astype(np.int16))
             prepared = (False, (centered,), bias)
-        if self.constant:
+        if self.constant_weights:
             self._kept = (w, w_zero_point, b, prepared)  # one assignment: threads see the old or the new entry
         return prepared
 
-    def _run(self, x: np.ndarray, x_zero_point: np.ndarray | None, w: np.ndarray, prepared: tuple,
-             requant: bool, mult: np.ndarray, zp: np.float32, lo: np.float32, hi: np.float32,
-             out_dtype: np.dtype) -> np.ndarray:
+    def _plan(self, x: np.ndarray, params: tuple, build) -> tuple:  # type: ignore[no-untyped-def]
+        """The call plan for X's shape and type from ``build(x)``, kept while ``params`` (the
+        inputs other than X and x_zero_point) are the same constant arrays."""
+        key = (x.shape, x.dtype)
+        entry = self._plans.get(key)
+        if entry is not None and all(map(operator.is_, entry[0], params)):
+            return entry[1]
+        plan = build(x)
+        if self.constant:
+            self._plans[key] = (params, plan)
+        return plan
+
+    def _make_plan(self, x: np.ndarray, w: np.ndarray, prepared: tuple, requant: bool, mult: np.ndarray,
+                   zp: np.float32, lo: np.float32, hi: np.float32, out_dtype: np.dtype) -> tuple:
+        """(kernel, flip, its middle arguments, shapes of X as 4-D, the padded image, Y and Y as
+        (N, M, pixels), Y's type, work items, whether to share them)."""
         geo, out_shape, items, macs = self._geo(x.shape, w.shape)
         use_vnni, weights, bias = prepared
+        n = out_shape[0]
+        c, h, wd, hp, wp = (int(geo[i]) for i in (kic.G_C, kic.G_H, kic.G_W, kic.G_HP, kic.G_WP))
+        fn = kic.conv_vnni if use_vnni else kic.conv_int16
+        flip = 128 if x.dtype == np.int8 else 0  # int8 as uint8 shifted by 128: VNNI's left operand is unsigned
+        return (fn, flip, (*weights, bias, geo, requant, mult, zp, lo, hi), (n, c, h, wd), (n, hp, wp, c), out_shape,
+                (n, out_shape[1], -1), out_dtype, items, macs >= SHARE_MIN_MACS and self.threads.parallel)
+
+    def _execute(self, x: np.ndarray, x_zero_point: np.ndarray | None, plan: tuple) -> np.ndarray:
+        fn, flip, mid, x4_shape, xp_shape, out_shape, y3_shape, out_dtype, items, share = plan
         if x_zero_point is None:
             zq = 0
         elif x_zero_point.size == 1:
-            zq = int(x_zero_point.reshape(-1)[0])
+            zq = x_zero_point.item()
         else:
             raise ValueError(f"{self.node.describe()}: x_zero_point must be one value, got shape "
                              f"{list(x_zero_point.shape)}")
-        flip = 0
-        xu = np.ascontiguousarray(x)
-        if xu.dtype == np.int8:  # int8 as uint8 shifted by 128: VNNI's left operand is unsigned
-            xu, flip, zq = xu.view(np.uint8), 128, zq + 128
-        n = out_shape[0]
-        x4 = xu.reshape(n, int(geo[kic.G_C]), int(geo[kic.G_H]), int(geo[kic.G_W]))
-        xp = np.empty((n, int(geo[kic.G_HP]), int(geo[kic.G_WP]), x4.shape[1]), dtype=np.uint8)
-        kic.pad_nhwc(x4, flip, zq, int(geo[kic.G_PT]), int(geo[kic.G_PL]), xp)
+        x4 = np.ascontiguousarray(x).reshape(x4_shape)
+        if flip:
+            x4, zq = x4.view(np.uint8), zq + flip
+        xp = np.empty(xp_shape, dtype=np.uint8)
         y = np.empty(out_shape, dtype=out_dtype)
-        y3 = y.reshape(out_shape[0], out_shape[1], -1)
-        if use_vnni:
-            packed, colsum, zs = weights
-
-            def work(lo_item: int, hi_item: int) -> None:
-                kic.conv_vnni(xp, zq, packed, colsum, zs, bias, geo, requant, mult, zp, lo, hi, y3, lo_item,
-                              hi_item)
-        else:
-            (centered,) = weights
-
-            def work(lo_item: int, hi_item: int) -> None:
-                kic.conv_int16(xp, zq, centered, bias, geo, requant, mult, zp, lo, hi, y3, lo_item, hi_item)
-
-        if macs >= SHARE_MIN_MACS and self.threads.parallel:
-            self.threads.run(work, items, 1)
+        y3 = y.reshape(y3_shape)
+        if share:
+            fn(x4, xp, True, flip, zq, *mid, y3, 0, 0)  # the padded image first, then the items shared
+            self.threads.run(lambda lo, hi: fn(x4, xp, False, flip, zq, *mid, y3, lo, hi), items, 1)
         elif items:
-            work(0, items)
+            fn(x4, xp, True, flip, zq, *mid, y3, 0, items)
         return y
 
 
@@ -197,15 +215,15 @@ class ConvInteger(_IntegerConv):
         return True if found is None else found
 
     def __init__(self, node: Node, context: KernelContext) -> None:
-        super().__init__(node, context, (1, 3))
-        self._none = np.zeros(1, np.float32)
+        super().__init__(node, context, (1, 3), (1, 3))
 
     def compute(self, x, w, x_zero_point=None, w_zero_point=None):  # type: ignore[no-untyped-def]
-        prepared = self._weights(w, w_zero_point, None)
-        if prepared[2].size > self._none.size:
-            self._none = np.zeros(prepared[2].size, np.float32)
-        z = np.float32(0)
-        return self._run(x, x_zero_point, w, prepared, False, self._none, z, z, z, _I32)
+        def build(x: np.ndarray) -> tuple:
+            prepared = self._weights(w, w_zero_point, None)
+            z = np.float32(0)
+            return self._make_plan(x, w, prepared, False, np.zeros(w.shape[0], np.float32), z, z, z, _I32)
+
+        return self._execute(x, x_zero_point, self._plan(x, (w, w_zero_point), build))
 
 
 @op("QLinearConv", 10)
@@ -229,7 +247,7 @@ class QLinearConv(_IntegerConv):
         return True
 
     def __init__(self, node: Node, context: KernelContext) -> None:
-        super().__init__(node, context, (3, 5, 8))
+        super().__init__(node, context, (1, 3, 4, 5, 6, 7, 8), (3, 5, 8))
         self._scales: tuple | None = None
 
     def _multipliers(self, x_scale: np.ndarray, w_scale: np.ndarray, y_scale: np.ndarray, m: int) -> np.ndarray:
@@ -245,19 +263,23 @@ class QLinearConv(_IntegerConv):
         if xs.size != 1 or ys.size != 1:
             raise ValueError(f"{self.node.describe()}: x_scale and y_scale must be one value each")
         mult = np.ascontiguousarray(np.broadcast_to(xs[0] * ws / ys[0], (m,)), dtype=np.float32)
-        self._scales = (x_scale, w_scale, y_scale, m, mult)
+        if self.constant:
+            self._scales = (x_scale, w_scale, y_scale, m, mult)
         return mult
 
     def compute(self, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point=None,  # type: ignore[no-untyped-def]
                 b=None):
-        prepared = self._weights(w, w_zero_point, b)
-        mult = self._multipliers(x_scale, w_scale, y_scale, w.shape[0])
-        out_dtype = y_zero_point.dtype if y_zero_point is not None else x.dtype
-        lo, hi = _RANGES[out_dtype]
-        zp = np.float32(0) if y_zero_point is None else np.float32(y_zero_point.reshape(-1)[0])
-        if y_zero_point is not None and y_zero_point.size != 1:
-            raise ValueError(f"{self.node.describe()}: y_zero_point must be one value")
-        return self._run(x, x_zero_point, w, prepared, True, mult, zp, lo, hi, out_dtype)
+        def build(x: np.ndarray) -> tuple:
+            prepared = self._weights(w, w_zero_point, b)
+            mult = self._multipliers(x_scale, w_scale, y_scale, w.shape[0])
+            out_dtype = y_zero_point.dtype if y_zero_point is not None else x.dtype
+            if y_zero_point is not None and y_zero_point.size != 1:
+                raise ValueError(f"{self.node.describe()}: y_zero_point must be one value")
+            zp = np.float32(0) if y_zero_point is None else np.float32(y_zero_point.item())
+            return self._make_plan(x, w, prepared, True, mult, zp, *_RANGES[out_dtype], out_dtype)
+
+        plan = self._plan(x, (x_scale, w, w_scale, w_zero_point, y_scale, y_zero_point, b), build)
+        return self._execute(x, x_zero_point, plan)
 
 
 @op("QLinearConv", 1, domain="com.microsoft")
