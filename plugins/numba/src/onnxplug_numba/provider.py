@@ -36,7 +36,7 @@ class NumbaProvider(CompilingProvider):
     version: ClassVar[str] = __version__
     ops_package: ClassVar[str] = "onnxplug_numba.ops"
     default_options: ClassVar[Mapping[str, Any]] = {"fuse_elementwise": True, "fuse_conv": True,
-                                                    "fuse_matmul_bias": True}
+                                                    "fuse_matmul_bias": True, "compile_helper": True}
 
     def __init__(self, options: Mapping[str, Any] | None = None, *, intra_op_num_threads: int = 0) -> None:
         super().__init__(options, intra_op_num_threads=intra_op_num_threads)

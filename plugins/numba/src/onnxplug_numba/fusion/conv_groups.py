@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from onnxplug_sdk import FusedSubgraph, GraphView, Kernel, KernelContext, Node
 
-from onnxplug_numba.ops._conv import ConvSpec, activation_of, conv
+from onnxplug_numba.ops._conv import ConvCall, ConvSpec, activation_of, conv, kept_conv, want_kernels
 
 _ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip")
 
@@ -137,6 +137,13 @@ class FusedConvKernel(Kernel):
         # the input's rank may only be known at run time (its inferred shape can be None)
         self._specs: dict[int, ConvSpec] = {}
         self.constant_weight = self.weight is not None or self.w_name in context.constants
+        # folded or constant weight and bias: each input shape's call is kept
+        self._calls: dict[tuple[tuple[int, ...], bool], ConvCall] | None = \
+            {} if self.weight is not None or (self.constant_weight and (not self.b_name or
+                                                                         self.b_name in context.constants)) else None
+        weight = self.weight if self.weight is not None else context.constants.get(self.w_name)
+        if weight is not None:
+            want_kernels(context, weight, self._spec(weight.ndim))
 
     def _value(self, inputs: tuple[Any, ...], name: str) -> Any:
         return inputs[self.positions[name]] if name else None
@@ -146,8 +153,13 @@ class FusedConvKernel(Kernel):
         w = self.weight if self.weight is not None else self._value(inputs, self.w_name)
         b = self.bias if self.weight is not None else self._value(inputs, self.b_name)
         residual = self._value(inputs, self.residual_name)
-        spec = self._specs.get(x.ndim)
-        if spec is None:
-            spec = self._specs[x.ndim] = ConvSpec.from_node(self.conv_node, x.ndim - 2)
-        return conv(x, w, b, spec, self.threads, residual=residual, act=self.act,
+        if self._calls is not None:
+            return kept_conv(self._calls, x, w, b, self._spec(x.ndim), self.threads, residual, self.act)
+        return conv(x, w, b, self._spec(x.ndim), self.threads, residual=residual, act=self.act,
                     constant_weight=self.constant_weight)
+
+    def _spec(self, rank: int) -> ConvSpec:
+        spec = self._specs.get(rank)
+        if spec is None:
+            spec = self._specs[rank] = ConvSpec.from_node(self.conv_node, rank - 2)
+        return spec

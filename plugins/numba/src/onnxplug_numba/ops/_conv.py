@@ -1,14 +1,13 @@
 """The convolution engine shared by Conv, FusedConv and the fused Conv groups.
 
-Three paths, chosen per call: a direct numba kernel for depthwise convs; plain BLAS for
-unpadded stride-1 1x1 convs; im2col (numba) + BLAS for the rest. Bias, a residual and an
-activation are applied in one compiled epilogue. 1-D convs run as 2-D with a height of 1.
-Threads split the output into (image, band of rows) tiles; each tile does its own im2col,
-single-threaded BLAS product and epilogue, so the cores never wait on each other's libraries.
-Float32 pointwise, depthwise and stride-1 convs are split the same way inside numba prange regions
-(kernels/native_parallel.py), which hand work to the other threads far more cheaply; single images
-with few output pixels (or pointwise with 48+ output channels) are split by output channels instead
-(kernels/native_channels.py), and small float32 convs run those compiled kernels on one thread.
+``conv_call`` settles a conv once per input shape (geometry, path, weight layouts) and returns the
+call; nodes with constant weights keep it per shape (``kept_conv``). Paths: a direct numba kernel
+for depthwise convs; plain BLAS for unpadded stride-1 1x1 convs; im2col (numba) + BLAS for the
+rest, with bias, residual and activation in one compiled epilogue. 1-D convs run as 2-D with a
+height of 1. Float32 convs run compiled kernels split over the threads in numba prange regions
+(kernels/native_parallel.py, by output channels for small images: native_channels.py), small ones
+on one thread; the rest take Python paths of (image, row band) tiles. Weights reach the kernels
+as read-only views, so each kernel has one signature (the one compile_helper.py compiles ahead).
 """
 
 from __future__ import annotations
@@ -20,11 +19,13 @@ from typing import Any, Callable, Sequence
 
 import numba
 import numpy as np
-from onnxplug_sdk import Node, output_size, resolve_pads
+from onnxplug_sdk import KernelContext, Node, output_size, resolve_pads
 
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.kernels import depthwise as kdepthwise
+from onnxplug_numba import compile_helper
 from onnxplug_numba.kernels import native_channels, native_parallel
+from onnxplug_numba.ops._conv_pitched import pitched_conv
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -62,6 +63,16 @@ TAP_PRODUCTS = True
 #: dead weights' copies do not pile up.
 _TAP_WEIGHTS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
 _TAP_WEIGHTS_MAX = 256
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view: weights reach the kernels typed the same whether the model's arrays are
+    writeable or not, so each kernel compiles once (and matches compile_helper's signatures)."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def _tap_weights(w4: np.ndarray, constant: bool) -> np.ndarray:
@@ -166,6 +177,52 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec, 
     return conv_call(x.shape, x.dtype, w, bias, spec, threads, residual is not None, act, constant_weight)(x, residual)
 
 
+#: Input shapes whose conv calls a kernel keeps (all are dropped when a new one would pass this).
+CALLS_KEPT = 16
+
+
+def kept_conv(calls: dict[tuple[tuple[int, ...], bool], ConvCall], x: np.ndarray, w: np.ndarray,
+              bias: np.ndarray | None, spec: ConvSpec, threads: ThreadControl, residual: np.ndarray | None,
+              act: tuple[int, float, float]) -> np.ndarray:
+    """``conv`` for a node whose weight and bias are constants: ``calls`` keeps its call per input shape."""
+    key = (x.shape, residual is not None)
+    call = calls.get(key)
+    if call is None:
+        if len(calls) >= CALLS_KEPT:
+            calls.clear()
+        call = calls[key] = conv_call(x.shape, x.dtype, w, bias, spec, threads, residual is not None, act,
+                                      constant_weight=True)
+    return call(x, residual)
+
+
+def likely_kernels(w_shape: Sequence[int], spec: ConvSpec) -> tuple[list[str], list[str]]:
+    """The compiled kernels a float32 conv with this weight is likely to call, and those it may
+    call depending on its input's size (compile_helper.KERNELS names)."""
+    m, cg, *kernel = w_shape
+    if cg == 1 and spec.group > 1:
+        return ["depthwise_conv"], []
+    if spec.group > 1:
+        return ["im2col_conv"], []
+    unpadded = not any(spec.pads or ()) and spec.auto_pad in ("NOTSET", "VALID")
+    unit = all(s == 1 for s in spec.strides)
+    if unit and unpadded and all(k == 1 for k in kernel):
+        return ["pointwise_conv"], ["pointwise_channel_split"] if m >= 48 else []
+    split = ["channel_split_conv"] if m >= 32 else []
+    if unit:
+        return ["tap_conv"], ["im2col_conv"] + split
+    return ["im2col_conv"], split
+
+
+def want_kernels(context: KernelContext, weight: np.ndarray, spec: ConvSpec) -> None:
+    """Queue the compiled kernels a float32 conv with this constant weight will likely call to
+    the compile helper (compile_helper.py), unless the provider option ``compile_helper`` is off."""
+    option = getattr(context.provider, "options", {}).get("compile_helper", True)
+    if weight.dtype != np.float32 or weight.ndim not in (3, 4) or str(option).lower() in ("0", "false") \
+            or not compile_helper.enabled():
+        return
+    compile_helper.want(*likely_kernels(weight.shape, spec))
+
+
 def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np.ndarray | None, spec: ConvSpec,
               threads: ThreadControl, has_residual: bool, act: tuple[int, float, float] = (0, 0.0, 0.0),
               constant_weight: bool = False) -> ConvCall:
@@ -183,7 +240,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     m, cg, kh, kw = w4.shape
     group = spec.group
     dtype = np.dtype(dtype)
-    b = np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
+    b = _read_only(np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype))
     y_shape = (n, m, oh, ow)
     out_shape = (n, m, ow) if one_d else y_shape
     code, alpha, beta = act
@@ -205,6 +262,10 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     if depthwise:
         grain = n * m if macs < _SHARE_MIN_DEPTHWISE_MACS else 1
 
+        w4 = _read_only(w4)
+        if native:
+            compile_helper.ready(native_parallel.depthwise_conv)
+
         def depthwise_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
             x4, res, y = inputs(x, residual)
             resid = res if res is not None else y
@@ -219,10 +280,12 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
             return y.reshape(out_shape)
         return depthwise_call
     mg = m // group
-    wmat = w4.reshape(group, mg, cg * kh * kw)
+    wmat = _read_only(w4).reshape(group, mg, cg * kh * kw)
     pointwise = kh == kw == 1 and sh == sw == 1 and not any(begin) and not any(end)
     if native and pointwise and group == 1:
         p = oh * ow
+        compile_helper.ready(native_parallel.pointwise_conv)
+        compile_helper.ready(native_channels.pointwise_channel_split)
 
         def pointwise_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
             x4, res, y = inputs(x, residual)
@@ -249,7 +312,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
         pool = max(1, min(threads.count, numba.config.NUMBA_NUM_THREADS))  # use_threads' count
         split = native and group == 1 and n < pool and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * pool and m >= 16 * pool
         taps = pitched and group == 1 and TAP_PRODUCTS and not split
-        weights = _tap_weights(w4, constant_weight) if taps else wmat
+        weights = _read_only(_tap_weights(w4, constant_weight)) if taps else wmat
         if split:
             kernel, steps = native_channels.channel_split_conv, (kh, kw, sh, sw, dh, dw)
         elif taps:
@@ -258,6 +321,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
             kernel, steps = native_parallel.pitched_conv, (kh, kw, dh, dw)
         else:
             kernel, steps = native_parallel.im2col_conv, (kh, kw, sh, sw, dh, dw)
+        compile_helper.ready(kernel)
 
         def native_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
             x4, res, y = inputs(x, residual)
@@ -311,61 +375,3 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
         threads.run(work, len(items), grain)
         return y.reshape(out_shape)
     return python_call
-
-
-@functools.lru_cache(maxsize=256)
-def _tap_offsets(cg: int, kh: int, kw: int, hp: int, wp: int, dh: int, dw: int) -> np.ndarray:
-    """Offset of tap (c, i, j) in a padded (cg, hp, wp) image, in im2col row order."""
-    rows = (np.arange(cg)[:, None] * hp + np.arange(kh)[None, :] * dh) * wp
-    taps = (rows[:, :, None] + np.arange(kw)[None, None, :] * dw).reshape(-1).astype(np.int64)
-    taps.flags.writeable = False
-    return taps
-
-
-def pitched_conv(x4: np.ndarray, wmat: np.ndarray, kernel: tuple[int, int], bias: np.ndarray,
-                 r3: np.ndarray | None, act: tuple[int, float, float], steps: tuple[int, int, int],
-                 begin: Sequence[int], out_hw: tuple[int, int], y: np.ndarray,
-                 items: list[tuple[int, int, int]], threads: ThreadControl, grain: int) -> None:
-    """im2col + BLAS for stride-1 convs, over a zero-padded copy of each image.
-
-    In a padded image of row pitch ``wp``, tap (c, i, j) of output element ``e = yo * wp + xo``
-    sits at ``offset(c, i, j) + e``, so each im2col row is one contiguous copy. The product has
-    ``wp >= ow`` columns per output row; the epilogue drops the extra ones.
-    """
-    n, c, h, wd = x4.shape
-    group, mg, _ = wmat.shape
-    cg = c // group
-    kh, kw = kernel
-    _, dh, dw = steps
-    oh, ow = out_hw
-    wp = max(wd + begin[1], ow + (kw - 1) * dw)
-    hp = max(h + begin[0], oh + (kh - 1) * dh) + 2  # slack rows for the extra columns
-    code, alpha, beta = act
-    taps = _tap_offsets(cg, kh, kw, hp, wp, dh, dw)
-    dummy = np.zeros((mg, 1, 1), dtype=y.dtype)  # the residual argument when there is none (not read)
-
-    def work(lo: int, hi: int) -> None:
-        padded = np.empty((c, hp, wp), dtype=x4.dtype)
-        # only the margins need zeros: the image overwrites the rest
-        padded[:, :begin[0]] = 0
-        padded[:, begin[0] + h:] = 0
-        padded[:, begin[0]:begin[0] + h, :begin[1]] = 0
-        padded[:, begin[0]:begin[0] + h, begin[1] + wd:] = 0
-        image = -1
-        for i, r0, r1 in items[lo:hi]:
-            if i != image:
-                padded[:, begin[0]:begin[0] + h, begin[1]:begin[1] + wd] = x4[i]
-                image = i
-            flat = padded.reshape(-1)
-            count = (r1 - r0) * wp
-            cols = np.empty((cg * kh * kw, count), dtype=x4.dtype)
-            product = np.empty((mg, count), dtype=x4.dtype)
-            for g in range(group):
-                kconv.gather_rows(flat, taps + (g * cg * hp + r0) * wp, 1, cols)
-                np.matmul(wmat[g], cols, out=product)
-                out = y[i, g * mg:(g + 1) * mg, r0:r1]
-                res = r3[i, g * mg:(g + 1) * mg].reshape(mg, oh, ow)[:, r0:r1] if r3 is not None else dummy
-                kconv.epilogue_pitched(product, wp, bias[g * mg:(g + 1) * mg], res, r3 is not None,
-                                       code, alpha, beta, out)
-
-    threads.run(work, len(items), grain)

@@ -8,7 +8,7 @@ from onnxplug_sdk import Decline, GraphView, KernelContext, Node, conv_transpose
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul
-from onnxplug_numba.ops._conv import ConvCall, ConvSpec, conv, conv_call, decode
+from onnxplug_numba.ops._conv import ConvCall, ConvSpec, conv, decode, kept_conv, want_kernels
 from onnxplug_numba.provider import NumbaProvider
 
 
@@ -34,10 +34,6 @@ def conv_supported(node: Node, view: GraphView) -> bool | Decline:
     return all_present_same(view, node, FLOAT_TYPES)
 
 
-#: Input shapes whose conv calls a kernel keeps (all are dropped when a new one would pass this).
-_CALLS_KEPT = 16
-
-
 @NumbaProvider.kernel("Conv")
 class Conv(NumbaKernel):
     """ONNX Conv: depthwise direct kernel, or im2col + BLAS; bias in the compiled epilogue."""
@@ -51,6 +47,9 @@ class Conv(NumbaKernel):
         self._calls: dict[tuple[tuple[int, ...], bool], ConvCall] | None = \
             {} if self.constant_weight and (not bias or bias in context.constants) else None
         self.act: tuple[int, float, float] = (0, 0.0, 0.0)
+        if self.constant_weight:
+            weight = context.constants[node.inputs[1]]
+            want_kernels(context, weight, self.spec(weight.ndim - 2))
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
@@ -64,18 +63,10 @@ class Conv(NumbaKernel):
 
     def compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                 z: np.ndarray | None = None) -> np.ndarray:
-        calls = self._calls
-        if calls is None:
+        if self._calls is None:
             return conv(x, w, b, self.spec(x.ndim - 2), self.threads, residual=z, act=self.act,
                         constant_weight=self.constant_weight)
-        key = (x.shape, z is not None)
-        call = calls.get(key)
-        if call is None:
-            if len(calls) >= _CALLS_KEPT:
-                calls.clear()
-            call = calls[key] = conv_call(x.shape, x.dtype, w, b, self.spec(x.ndim - 2), self.threads,
-                                          z is not None, self.act, constant_weight=True)
-        return call(x, z)
+        return kept_conv(self._calls, x, w, b, self.spec(x.ndim - 2), self.threads, z, self.act)
 
 
 _FUSED_ACTIVATIONS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", ""}
