@@ -12,6 +12,7 @@ subtracted, float32 of it times ``float32(x_scale) / count``, quantized by y_sca
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 from llvmlite import ir
@@ -97,28 +98,43 @@ def _eight_bit(node: Node, view: GraphView, data: tuple[int, ...], scales: tuple
     return True
 
 
+class _Planned(NumbaKernel):
+    """A kernel whose per-tensor parameters are worked into a plan per input shape, kept while
+    they are the same constant arrays."""
+
+    PARAMS: tuple[int, ...] = ()
+
+    def __init__(self, node: Node, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(node, context)
+        self.constant = all(i >= len(node.inputs) or not node.inputs[i] or node.inputs[i] in context.constants
+                            for i in self.PARAMS)
+        self._plans: dict[tuple, tuple] = {}
+
+    def _plan(self, key: tuple, params: tuple, build) -> tuple:  # type: ignore[no-untyped-def]
+        entry = self._plans.get(key)
+        if entry is not None and all(map(operator.is_, entry[0], params)):
+            return entry[1]
+        plan = build()
+        if self.constant:
+            self._plans[key] = (params, plan)
+        return plan
+
+
 @NumbaProvider.kernel("QLinearAdd", 1, domain=_MS)
-class QLinearAdd(NumbaKernel):
+class QLinearAdd(_Planned):
     """C = quantize(dequantize(A) + dequantize(B)), broadcasting as numpy."""
+
+    PARAMS = (1, 2, 4, 5, 6, 7)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
         return _eight_bit(node, view, (0, 3), (1, 4, 6))
 
     def compute(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point=None):  # type: ignore[no-untyped-def]
-        if a.dtype != b.dtype or a.dtype not in _EIGHT_BIT:
-            raise ValueError(f"{self.node.describe()}: A and B must be one 8-bit type, got {a.dtype} and {b.dtype}")
-        f32 = np.float32
-        sc = _scalar(self, "C_scale", c_scale, f32)
-        ra = f32(_scalar(self, "A_scale", a_scale, f32) / sc)
-        rb = f32(_scalar(self, "B_scale", b_scale, f32) / sc)
-        side_a = (ra, _scalar(self, "A_zero_point", a_zero_point, f32))
-        side_b = (rb, _scalar(self, "B_zero_point", b_zero_point, f32))
-        first, second = (b, a) if _scalar_spans(a.shape, b.shape) else (a, b)
-        params = (*(side_b + side_a if first is b else side_a + side_b), _scalar(self, "C_zero_point", c_zero_point, f32),
-                  *_EIGHT_BIT[a.dtype])
-        if a.shape != b.shape:
-            shape = np.broadcast_shapes(a.shape, b.shape)
+        params = (a_scale, a_zero_point, b_scale, b_zero_point, c_scale, c_zero_point)
+        swap, args, shape = self._plan((a.shape, b.shape, a.dtype, b.dtype), params, lambda: self._build(a, b, *params))
+        first, second = (b, a) if swap else (a, b)
+        if shape is not None:
             first, second = np.broadcast_to(first, shape), np.broadcast_to(second, shape)
         fp, fq = np.ascontiguousarray(first).reshape(-1), np.ascontiguousarray(second).reshape(-1)
         c = np.empty(first.shape, dtype=a.dtype)
@@ -126,10 +142,23 @@ class QLinearAdd(NumbaKernel):
         size = fc.size
         grain = row_grain(1)
         if size >= 2 * grain and self.threads.parallel:
-            self.threads.run(lambda lo, hi: _add(fp[lo:hi], fq[lo:hi], *params, fc[lo:hi]), size, grain)
+            self.threads.run(lambda lo, hi: _add(fp[lo:hi], fq[lo:hi], *args, fc[lo:hi]), size, grain)
         else:
-            _add(fp, fq, *params, fc)
+            _add(fp, fq, *args, fc)
         return c
+
+    def _build(self, a, b, a_scale, a_zero_point, b_scale, b_zero_point, c_scale, c_zero_point) -> tuple:  # type: ignore[no-untyped-def]
+        """(swap A and B, the kernel's parameters, the broadcast shape or None)."""
+        if a.dtype != b.dtype or a.dtype not in _EIGHT_BIT:
+            raise ValueError(f"{self.node.describe()}: A and B must be one 8-bit type, got {a.dtype} and {b.dtype}")
+        f32 = np.float32
+        sc = _scalar(self, "C_scale", c_scale, f32)
+        side_a = (f32(_scalar(self, "A_scale", a_scale, f32) / sc), _scalar(self, "A_zero_point", a_zero_point, f32))
+        side_b = (f32(_scalar(self, "B_scale", b_scale, f32) / sc), _scalar(self, "B_zero_point", b_zero_point, f32))
+        swap = _scalar_spans(a.shape, b.shape)
+        args = (*(side_b + side_a if swap else side_a + side_b), _scalar(self, "C_zero_point", c_zero_point, f32),
+                *_EIGHT_BIT[a.dtype])
+        return swap, args, None if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
 
 
 def _scalar_spans(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> bool:
@@ -145,8 +174,10 @@ def _scalar_spans(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> bool:
 
 
 @NumbaProvider.kernel("QLinearGlobalAveragePool", 1, domain=_MS)
-class QLinearGlobalAveragePool(NumbaKernel):
+class QLinearGlobalAveragePool(_Planned):
     """Y = quantize(mean over the spatial axes of dequantize(X)); the spatial axes kept as 1."""
+
+    PARAMS = (1, 2, 3, 4)
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool | Decline:
@@ -158,6 +189,21 @@ class QLinearGlobalAveragePool(NumbaKernel):
         return True
 
     def compute(self, x, x_scale, x_zero_point, y_scale, y_zero_point=None):  # type: ignore[no-untyped-def]
+        params = (x_scale, x_zero_point, y_scale, y_zero_point)
+        x3_shape, out_shape, y2_shape, args, share = self._plan((x.shape, x.dtype), params,
+                                                                lambda: self._build(x, *params))
+        x3 = np.ascontiguousarray(x).reshape(x3_shape)
+        y = np.empty(out_shape, dtype=x.dtype)
+        y2 = y.reshape(y2_shape)
+        if share:
+            self.threads.run(lambda lo, hi: _mean_planes(x3[lo:hi], *args, y2[lo:hi]), x3_shape[0], share)
+        else:
+            _mean_planes(x3, *args, y2)
+        return y
+
+    def _build(self, x, x_scale, x_zero_point, y_scale, y_zero_point) -> tuple:  # type: ignore[no-untyped-def]
+        """(X as (outer, spatial, inner), Y's shape, Y as (outer, inner), the kernel's parameters,
+        the thread grain or 0 to run on this thread)."""
         if x.dtype not in _EIGHT_BIT or x.ndim < 3:
             raise ValueError(f"{self.node.describe()}: X must be uint8 or int8 with spatial axes, got {x.dtype} "
                              f"{list(x.shape)}")
@@ -166,18 +212,12 @@ class QLinearGlobalAveragePool(NumbaKernel):
         channels = x.shape[-1] if last else x.shape[1]
         count = math.prod(x.shape[1:-1] if last else x.shape[2:])
         # (outer, spatial, inner): N...C is (N, S, C); NC... is (N*C, S, 1)
-        x3 = np.ascontiguousarray(x).reshape((n, count, channels) if last else (n * channels, count, 1))
+        x3_shape = (n, count, channels) if last else (n * channels, count, 1)
         factor = np.float32(_scalar(self, "x_scale", x_scale, np.float32)) / np.float32(count)
         zx = int(_scalar(self, "x_zero_point", x_zero_point, np.int64))
         out_shape = (n, *([1] * (x.ndim - 2)), channels) if last else (n, channels, *([1] * (x.ndim - 2)))
-        y = np.empty(out_shape, dtype=x.dtype)
-        y2 = y.reshape(x3.shape[0], x3.shape[2])
-        params = (zx, count, factor, _scalar(self, "y_scale", y_scale, np.float32),
-                  _scalar(self, "y_zero_point", y_zero_point, np.float32), *_EIGHT_BIT[x.dtype])
-        outer = x3.shape[0]
-        grain = row_grain(count * x3.shape[2])
-        if outer >= 2 * grain and self.threads.parallel:
-            self.threads.run(lambda lo, hi: _mean_planes(x3[lo:hi], *params, y2[lo:hi]), outer, grain)
-        else:
-            _mean_planes(x3, *params, y2)
-        return y
+        args = (zx, count, factor, _scalar(self, "y_scale", y_scale, np.float32),
+                _scalar(self, "y_zero_point", y_zero_point, np.float32), *_EIGHT_BIT[x.dtype])
+        grain = row_grain(count * x3_shape[2])
+        share = grain if x3_shape[0] >= 2 * grain and self.threads.parallel else 0
+        return x3_shape, out_shape, (x3_shape[0], x3_shape[2]), args, share
