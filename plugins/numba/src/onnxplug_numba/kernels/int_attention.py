@@ -4,13 +4,16 @@ head, scores ``q . k`` summed in float32 over the head's width, times ``scale``,
 mask; minus the row's maximum, exponentiated, divided by their sum; then the weighted sum of v.
 
 qkv is (B, S, 3 * H * d) float32 with the heads side by side in each third, read in place; the
-output (B, S, H * d). One call per range of images, for the session's threads.
+output (B, S, H * d). One call per range of images, for the session's threads, or one call with
+the projection (``projected``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from onnxplug_numba.kernels import int_matmul as kim
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
@@ -57,3 +60,16 @@ def attend(qkv, heads, scale, bias, has_bias, ends, starts, has_ends, filter_val
                     for t in range(d):
                         acc[t] += p * x[j, vo + t]
                 out[b, i, qo:qo + d] = acc
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
+def projected(x, shift, azp, packed, colsum, bzp, sa, sb, qkv_bias, heads, scale, bias, has_bias, ends, starts,
+              has_ends, filter_value, causal, out):  # type: ignore[no-untyped-def]
+    """QAttention in one call: the projection of 8-bit ``x`` (B, S, K) by B prepared for VNNI
+    (kernels/int_matmul.py) to float32 with ``qkv_bias``, then :func:`attend` over every image."""
+    batch, seq, k = x.shape
+    width = out.shape[2]
+    qkv = np.empty((batch, seq, 3 * width), np.float32)
+    kim.float_vnni(x.reshape(batch * seq, k), shift, azp, packed, colsum, bzp, sa, sb, qkv_bias, True,
+                   qkv.reshape(batch * seq, 3 * width))
+    attend(qkv, heads, scale, bias, has_bias, ends, starts, has_ends, filter_value, causal, 0, batch, out)

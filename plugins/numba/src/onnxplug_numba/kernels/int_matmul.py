@@ -158,6 +158,14 @@ def int32_vnni(a, shift, azp, rows, packed, colsum, bzp, out):  # type: ignore[n
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
+def float_vnni(a, shift, azp, packed, colsum, bzp, sa, sb, bias, has_bias, out):  # type: ignore[no-untyped-def]
+    """:func:`rows_vnni` of every row to float32 with per-tensor ``azp`` and ``sa``
+    (MatMulIntegerToFloat)."""
+    _rows_vnni(a, shift, azp, 1, packed, colsum, bzp, FLOAT, sa, sb, np.float32(1), _F1, bias, has_bias, _C1,
+               False, _F1, np.float32(0), np.float32(0), 0, a.shape[0], out)
+
+
+@njit(nogil=True, error_model="numpy", cache=True)
 def dynamic_vnni(x, packed, colsum, bzp, sb, bias, has_bias, out):  # type: ignore[no-untyped-def]
     """DynamicQuantizeMatMul of every row: float32 ``x`` (M, K) quantized as DynamicQuantizeLinear,
     then :func:`rows_vnni` to float32 with ``a_scale * b_scale`` and ``bias``."""

@@ -174,6 +174,14 @@ class MatMulIntegerToFloat(_IntegerProduct):
     def compute(self, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None):  # type: ignore[no-untyped-def]
         if a_scale.size != 1 or (a_zero_point is not None and a_zero_point.size != 1):
             raise ValueError(f"{self.node.describe()}: a_scale and a_zero_point must be per tensor")
+        w = self._one_call(a, b)
+        if w is not None and (b_scale.size == 1 or b_scale.size == b.shape[1]):
+            out = np.empty((*a.shape[:-1], b.shape[1]), _F32)
+            kim.float_vnni(a.reshape(-1, a.shape[-1]), 128 if a.dtype == _I8 else 0,
+                           _ZERO if a_zero_point is None else a_zero_point.reshape(-1), *w, a_scale.reshape(-1),
+                           b_scale.reshape(-1), _NO_BIAS if bias is None else bias.reshape(-1), bias is not None,
+                           out.reshape(-1, b.shape[1]))
+            return out
         return self._product(a, a_zero_point, b, b_zero_point, kim.FLOAT, _F32, a_scale, b_scale,
                              bias=None if bias is None else bias.reshape(-1))
 

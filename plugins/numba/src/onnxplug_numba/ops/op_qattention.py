@@ -16,7 +16,7 @@ from onnxplug.providers.numpy.ops.com_microsoft._attention import mask_bias
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.kernels import int_attention, int_matmul as kim
-from onnxplug_numba.ops.op_integer_matmul import _F32, _check, _IntegerProduct
+from onnxplug_numba.ops.op_integer_matmul import _F32, _I8, _ZERO, _check, _IntegerProduct
 from onnxplug_numba.provider import NumbaProvider
 
 #: Multiply-adds of the attention from which its images are shared over the threads.
@@ -63,9 +63,7 @@ class QAttention(_IntegerProduct):
                              f"fit {self.heads} heads of Q, K and V")
         if input_scale.size != 1 or (input_zero_point is not None and input_zero_point.size != 1):
             raise ValueError(f"{self.node.describe()}: input_scale and input_zero_point must be per tensor")
-        qkv = self._product(x, input_zero_point, weight, weight_zero_point, kim.FLOAT, _F32, input_scale,
-                            weight_scale, bias=bias.reshape(-1))
-        batch, seq, width = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+        batch, seq, width = x.shape[0], x.shape[1], weight.shape[1] // 3
         scale = np.float32(1.0 / math.sqrt(width // self.heads) if not self.scale else float(self.scale))
         ends = starts = _NO_ENDS
         additive, has_ends = _NO_BIAS4, False
@@ -76,12 +74,22 @@ class QAttention(_IntegerProduct):
             additive = mask_bias(self, mask_index, batch, seq, seq, self.causal, self.filter_value, _F32)
         has_bias = additive is not _NO_BIAS4
         out = np.empty((batch, seq, width), np.float32)
+        macs = 2 * batch * seq * seq * width
+        w = self._one_call(x, weight)
+        if w is not None and not (self.threads.parallel and macs >= THREADED_MIN_MACS) and \
+                (weight_scale.size == 1 or weight_scale.size == 3 * width):
+            azp = _ZERO if input_zero_point is None else input_zero_point.reshape(-1)
+            int_attention.projected(x, 128 if x.dtype == _I8 else 0, azp, *w, input_scale.reshape(-1),
+                                    weight_scale.reshape(-1), bias.reshape(-1), self.heads, scale, additive, has_bias,
+                                    ends, starts, has_ends, np.float32(self.filter_value), self.causal, out)
+            return out
+        qkv = self._product(x, input_zero_point, weight, weight_zero_point, kim.FLOAT, _F32, input_scale,
+                            weight_scale, bias=bias.reshape(-1))
 
         def images(lo: int, hi: int) -> None:
             int_attention.attend(qkv, self.heads, scale, additive, has_bias, ends, starts, has_ends,
                                  np.float32(self.filter_value), self.causal, lo, hi, out)
 
-        macs = 2 * batch * seq * seq * width
         if self.threads.parallel and macs >= THREADED_MIN_MACS and batch > 1:
             self.threads.run(images, batch)
         else:
