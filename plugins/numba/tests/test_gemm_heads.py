@@ -1,4 +1,5 @@
-"""Gemm's few-row products with a large weight (classifier heads): kernels/gemv.py, against onnxruntime."""
+"""Gemm's and MatMul's few-row products with a large weight (classifier heads): kernels/gemv.py,
+against onnxruntime, with spies proving the path (and its parallel kernel) ran."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from numba_test_helpers import assert_node_on_numba_matches
+from numba_test_helpers import assert_node_on_numba_matches, run_numba
+from onnxplug_numba.kernels import native_parallel
 
 FLOAT = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}
 
@@ -76,7 +78,6 @@ def test_few_rows_gemm_matches_onnxruntime(calls, m, k, n, kwargs, threads) -> N
     dtype = kwargs.get("dtype", np.float32)
     assert_node_on_numba_matches(model, feeds, "Gemm", threads=threads, atol=1e-5 if dtype == np.float32 else 1e-12)
     assert calls["few_rows"] == 1
-    from onnxplug_numba.kernels import native_parallel
     if native_parallel.PRANGE_AVAILABLE:
         assert calls["bands"] == (1 if threads > 1 else 0)
 
@@ -100,3 +101,48 @@ def test_nan_and_inf_propagate() -> None:
     feeds["a"][1, 5] = np.inf
     ours = assert_node_on_numba_matches(model, feeds, "Gemm", threads=2)
     assert np.isnan(ours[0][0]).all()
+
+
+def matmul_model(a_shape: tuple, k: int, n: int, dtype=np.float32, constant_b: bool = True,
+                 seed: int = 0) -> tuple[onnx.ModelProto, dict]:
+    rng = np.random.default_rng(seed)
+    elem = FLOAT[dtype]
+    b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(dtype)
+    feeds = {"a": rng.standard_normal(a_shape).astype(dtype)}
+    inputs = [helper.make_tensor_value_info("a", elem, list(a_shape))]
+    inits = [numpy_helper.from_array(b, "b")] if constant_b else []
+    if not constant_b:
+        inputs.append(helper.make_tensor_value_info("b", elem, [k, n]))
+        feeds["b"] = b
+    node = helper.make_node("MatMul", ["a", "b"], ["y"])
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", elem, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds
+
+
+@pytest.mark.parametrize("a_shape,k,n,dtype,threads", [
+    ((1, 512), 512, 214, np.float32, 2),  # magika's head
+    ((4, 512), 512, 214, np.float32, 2),
+    ((2, 3, 300), 300, 257, np.float32, 2),  # leading axes of 6 rows
+    ((300,), 300, 257, np.float32, 2),  # a 1-D left operand
+    ((1, 256), 256, 300, np.float64, 1),
+])
+def test_few_rows_matmul_with_a_constant_weight(calls, a_shape, k, n, dtype, threads) -> None:
+    model, feeds = matmul_model(a_shape, k, n, dtype)
+    ours = assert_node_on_numba_matches(model, feeds, "MatMul", threads=threads,
+                                        atol=1e-5 if dtype == np.float32 else 1e-12)
+    assert calls["few_rows"] == 1
+    if native_parallel.PRANGE_AVAILABLE:
+        assert calls["bands"] == (1 if threads > 1 else 0)
+    _, session = run_numba(model, feeds, fallback=True, threads=threads)  # the laid-out weight, run twice
+    np.testing.assert_array_equal(session.run(None, feeds)[0], session.run(None, feeds)[0])
+    np.testing.assert_array_equal(session.run(None, feeds)[0], ours[0])
+
+
+@pytest.mark.parametrize("a_shape,kwargs", [
+    ((9, 512), {}),  # more rows than FEW_ROWS
+    ((2, 512), {"constant_b": False}),  # a fed weight
+])
+def test_other_matmuls_take_the_general_path(calls, a_shape, kwargs) -> None:
+    model, feeds = matmul_model(a_shape, 512, 214, **kwargs)
+    assert_node_on_numba_matches(model, feeds, "MatMul", threads=2)
+    assert calls["few_rows"] == 0

@@ -1,7 +1,7 @@
 """MatMul (batched, broadcasting), Gemm and FusedGemm (Gemm + activation): BLAS via numpy.matmul,
-except Gemm's products of few rows with a large weight (classifier heads): kernels/gemv.py, split
-over the threads by output columns, reading the weight as (N, K) rows (transB's layout as given, or
-a constant weight's, laid out once at construction)."""
+except products of few rows with a large weight (classifier heads): kernels/gemv.py, split over the
+threads by output columns, reading the weight as (N, K) rows (Gemm's transB layout as given, or a
+constant weight's, laid out once)."""
 
 from __future__ import annotations
 
@@ -14,20 +14,6 @@ from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same,
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.provider import NumbaProvider
 from onnxplug_numba.threads import ThreadControl
-
-
-@NumbaProvider.kernel("MatMul")
-class MatMul(NumbaKernel):
-    """numpy.matmul semantics are ONNX MatMul's (1-D promotion, batch broadcasting)."""
-
-    @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool:
-        return all_present_same(view, node, FLOAT_TYPES)
-
-    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
-            return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
-        return matmul(a, b, self.threads)
 
 
 #: Products of at most this many rows with a weight of at least FEW_ROWS_MIN_WEIGHT elements run
@@ -53,6 +39,34 @@ def few_rows_product(a: np.ndarray, w: np.ndarray, alpha: float, bias: np.ndarra
     else:
         gemv.product_band(a, w, scale, vector, bias is not None, y, 0, n)
     return y
+
+
+@NumbaProvider.kernel("MatMul")
+class MatMul(NumbaKernel):
+    """numpy.matmul semantics are ONNX MatMul's (1-D promotion, batch broadcasting)."""
+
+    @classmethod
+    def supports(cls, node: Node, view: GraphView) -> bool:
+        return all_present_same(view, node, FLOAT_TYPES)
+
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        b = context.constants.get(node.inputs[1])
+        # a large constant (K, N) weight: laid out as (N, K) rows at its first few-row product
+        self.few_rows_weight = isinstance(b, np.ndarray) and b.ndim == 2 and b.size >= FEW_ROWS_MIN_WEIGHT
+        self._rows: np.ndarray | None = None
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if self.few_rows_weight and 0 < a.size <= FEW_ROWS * a.shape[-1] and a.dtype == b.dtype \
+                and a.shape[-1] == b.shape[0]:
+            rows = self._rows
+            if rows is None:  # (the same array from any thread: a race only lays it out twice)
+                rows = self._rows = np.ascontiguousarray(b.T)
+            y = few_rows_product(a.reshape(-1, a.shape[-1]), rows, 1.0, None, self.threads)
+            return y.reshape(*a.shape[:-1], b.shape[1])
+        if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
+            return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
+        return matmul(a, b, self.threads)
 
 
 @NumbaProvider.kernel("Gemm")
