@@ -117,7 +117,7 @@ def conv_vnni(x4, xp, pad, flip, zq, packed, colsum, zs, bias, geo, requant, mul
               hi_item):
     """Items lo_item..hi_item of the conv of padded NHWC uint8 ``xp`` (zero point ``zq``; first
     made from ``x4`` flipped by ``flip`` when ``pad``) with
-    packed int8 weights (group, N/64, K/4, 64, 4), their column sums (group, N padded) and zero
+    packed int8 weights (group, N/width, K/4, width, 4) with width 16, 32 or 64, their column sums (group, N padded) and zero
     points ``zs`` (M, int32); y3 (N, M, OH*OW). A pointwise stride-1 unpadded conv of one group
     whose channels are a multiple of 4 reads its rows straight from ``xp``."""
     if pad:
@@ -129,7 +129,8 @@ def conv_vnni(x4, xp, pad, flip, zq, packed, colsum, zs, bias, geo, requant, mul
     direct = group == 1 and kh == 1 and kw == 1 and k == k4 and geo[G_SH] == 1 and geo[G_SW] == 1 \
         and geo[G_HP] * geo[G_WP] == pixels
     q = np.zeros((band, k4), dtype=np.uint8)
-    acc = np.empty((band, packed.shape[1] * vnni.COLUMNS), dtype=np.int32)
+    width = packed.shape[3]  # columns per packed group: 16, 32 or 64
+    acc = np.empty((band, packed.shape[1] * width), dtype=np.int32)
     rowsum = np.zeros(band, dtype=np.int32)
     base = np.empty(mg, dtype=np.int32)
     stage = np.empty((band, mg), dtype=y3.dtype)
@@ -148,7 +149,12 @@ def conv_vnni(x4, xp, pad, flip, zq, packed, colsum, zs, bias, geo, requant, mul
                 src = q[:rows]
             if sums:
                 _row_sums(src, rows, k, rowsum)
-            vnni.product(src, packed[g], acc[:rows])
+            if width == vnni.LANES:
+                vnni.product_16(src, packed[g], acc[:rows])
+            elif width == 2 * vnni.LANES:
+                vnni.product_32(src, packed[g], acc[:rows])
+            else:
+                vnni.product(src, packed[g], acc[:rows])
             zsg = zs[g * mg:(g + 1) * mg]
             for m in range(mg):
                 base[m] = np.int32(k * zq * np.int64(zsg[m]) - zq * np.int64(colsum[g, m]) + bias[g * mg + m])

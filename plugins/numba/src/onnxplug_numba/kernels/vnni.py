@@ -37,11 +37,12 @@ def _available() -> bool:
 AVAILABLE = _available()
 
 
-def _dot_groups(rows: int):  # type: ignore[no-untyped-def]
+def _dot_groups(rows: int, vectors: int = GROUP):  # type: ignore[no-untyped-def]
     """The intrinsic for ``rows`` left-operand rows at once (each weight vector loaded once for
     all of them): acc[row + i, col:col + 64] = sum over j < k4 of a[a_row + i, 4j:4j+4] .
     w[w_offset + 256j:][column, 0:4] per column; acc int32 and a uint8 2-D with contiguous rows,
-    w the flat packed int8."""
+    w the flat packed int8. ``vectors`` (of 16 columns) per group: 64 columns by default, fewer
+    for narrow products (packed by :func:`pack` with that many columns)."""
 
     @intrinsic
     def dot(typingctx, acc, row, col, a, a_row, w, w_offset, k4):  # type: ignore[no-untyped-def]
@@ -67,14 +68,14 @@ def _dot_groups(rows: int):  # type: ignore[no-untyped-def]
                 outs.append(builder.bitcast(builder.gep(acc_bytes, [acc_at]), vec.as_pointer()))
                 a_at = builder.mul(builder.add(args[4], ir.Constant(args[4].type, i)), a_stride)
                 words.append(builder.bitcast(builder.gep(a_bytes, [a_at]), i32.as_pointer()))
-            sums = [[cgutils.alloca_once_value(builder, ir.Constant(vec, None)) for _ in range(GROUP)]
+            sums = [[cgutils.alloca_once_value(builder, ir.Constant(vec, None)) for _ in range(vectors)]
                     for _ in range(rows)]
             w_base = builder.gep(w_data, [args[6]])
             with cgutils.for_range(builder, args[7]) as loop:
                 j = loop.index
-                step = builder.mul(j, ir.Constant(j.type, 4 * COLUMNS))
+                step = builder.mul(j, ir.Constant(j.type, 4 * LANES * vectors))
                 weights = []
-                for g in range(GROUP):
+                for g in range(vectors):
                     at = builder.gep(w_base, [builder.add(step, ir.Constant(j.type, 4 * LANES * g))])
                     weights.append(builder.load(builder.bitcast(at, bytes_.as_pointer()), align=1))
                 for i in range(rows):
@@ -82,11 +83,11 @@ def _dot_groups(rows: int):  # type: ignore[no-untyped-def]
                     spread = builder.insert_element(ir.Constant(vec, ir.Undefined), word, ir.Constant(i32, 0))
                     spread = builder.bitcast(builder.shuffle_vector(spread, ir.Constant(vec, ir.Undefined),
                                                                     ir.Constant(vec, [0] * LANES)), bytes_)
-                    for g in range(GROUP):
+                    for g in range(vectors):
                         total = builder.call(dpbusd, [builder.load(sums[i][g]), spread, weights[g]])
                         builder.store(total, sums[i][g])
             for i in range(rows):
-                for g in range(GROUP):
+                for g in range(vectors):
                     builder.store(builder.load(sums[i][g]), builder.gep(outs[i], [ir.Constant(i32, g)]), align=4)
             return context.get_dummy_value()
 
@@ -118,11 +119,46 @@ def product(q, packed, acc):  # type: ignore[no-untyped-def]
             _dot_one(acc, r, g * COLUMNS, q, r, flat, offset, k4)
 
 
-def pack(signed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 (K, N) packed as :func:`product` takes it, and its column sums (int32, N padded)."""
+def pack(signed: np.ndarray, columns: int = COLUMNS) -> tuple[np.ndarray, np.ndarray]:
+    """int8 (K, N) packed as :func:`product` takes it (or, with ``columns`` 16 or 32, as
+    :func:`product_16` or :func:`product_32`), and its column sums (int32, N padded)."""
     k, n = signed.shape
-    k4, groups = -(-k // 4), -(-n // COLUMNS)
-    padded = np.zeros((k4 * 4, groups * COLUMNS), np.int8)
+    k4, groups = -(-k // 4), -(-n // columns)
+    padded = np.zeros((k4 * 4, groups * columns), np.int8)
     padded[:k, :n] = signed
-    packed = np.ascontiguousarray(padded.reshape(k4, 4, groups, COLUMNS).transpose(2, 0, 3, 1))
+    packed = np.ascontiguousarray(padded.reshape(k4, 4, groups, columns).transpose(2, 0, 3, 1))
     return packed, padded.sum(axis=0, dtype=np.int64).astype(np.int32)
+
+
+_dot_one_16, _dot_rows_16 = _dot_groups(1, 1), _dot_groups(ROWS, 1)
+_dot_one_32, _dot_rows_32 = _dot_groups(1, 2), _dot_groups(ROWS, 2)
+
+
+@njit(inline="always", cache=True)
+def product_16(q, packed, acc):  # type: ignore[no-untyped-def]
+    """:func:`product` on weights packed in groups of 16 columns: (N/16, K/4, 16, 4)."""
+    groups, k4 = packed.shape[0], packed.shape[1]
+    flat = packed.reshape(-1)
+    rows = q.shape[0]
+    full = rows - rows % ROWS
+    for g in range(groups):
+        offset = g * k4 * 4 * LANES
+        for r in range(0, full, ROWS):
+            _dot_rows_16(acc, r, g * LANES, q, r, flat, offset, k4)
+        for r in range(full, rows):
+            _dot_one_16(acc, r, g * LANES, q, r, flat, offset, k4)
+
+
+@njit(inline="always", cache=True)
+def product_32(q, packed, acc):  # type: ignore[no-untyped-def]
+    """:func:`product` on weights packed in groups of 32 columns: (N/32, K/4, 32, 4)."""
+    groups, k4 = packed.shape[0], packed.shape[1]
+    flat = packed.reshape(-1)
+    rows = q.shape[0]
+    full = rows - rows % ROWS
+    for g in range(groups):
+        offset = g * k4 * 8 * LANES
+        for r in range(0, full, ROWS):
+            _dot_rows_32(acc, r, g * 2 * LANES, q, r, flat, offset, k4)
+        for r in range(full, rows):
+            _dot_one_32(acc, r, g * 2 * LANES, q, r, flat, offset, k4)

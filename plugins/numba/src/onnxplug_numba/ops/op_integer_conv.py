@@ -146,7 +146,9 @@ class _IntegerConv(NumbaKernel):
         if USE_VNNI and vnni.AVAILABLE and mg >= VNNI_MIN_CHANNELS:
             shift = 128 if w.dtype == np.uint8 else 0
             signed = (mat.astype(np.int16) - shift).astype(np.int8)
-            parts = [vnni.pack(np.ascontiguousarray(signed[g].T)) for g in range(group)]
+            # the narrowest packing that pads the channels least (16 channels need not take 64 lanes)
+            columns = min((64, 32, 16), key=lambda c: -(-mg // c) * c)
+            parts = [vnni.pack(np.ascontiguousarray(signed[g].T), columns) for g in range(group)]
             packed = np.ascontiguousarray(np.stack([p for p, _ in parts]))
             colsum = np.ascontiguousarray(np.stack([s for _, s in parts]))
             prepared = (True, (packed, colsum, (zp - shift).astype(np.int32)), bias)
