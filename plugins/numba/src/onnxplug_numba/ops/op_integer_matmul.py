@@ -32,9 +32,10 @@ _F_ONE = np.float32(1.0)
 _I8 = np.dtype(np.int8)
 _I32 = np.dtype(np.int32)
 
-#: Multiply-adds from which a product's rows are shared over the threads: below, a hand-off to a
-#: pool thread costs more than the rows it takes.
-THREADED_MIN_MACS = 1 << 22
+#: Multiply-adds from which a product's rows are shared over the threads: two threads were slower
+#: than one on products of up to 128 x 768 x 768 (the VNNI products are short; a hand-off to a pool
+#: thread and the second thread's buffers cost more than the rows it takes).
+THREADED_MIN_MACS = 1 << 27
 
 
 def _check(node: Node, view: GraphView, eight: tuple[int, ...], floats: tuple[int, ...], b: int) -> bool | Decline:

@@ -19,8 +19,9 @@ from onnxplug_numba.kernels import int_attention, int_matmul as kim
 from onnxplug_numba.ops.op_integer_matmul import _F32, _I8, _ZERO, _check, _IntegerProduct
 from onnxplug_numba.provider import NumbaProvider
 
-#: Multiply-adds of the attention from which its images are shared over the threads.
-THREADED_MIN_MACS = 1 << 22
+#: Multiply-adds of the attention from which its images are shared over the threads (as
+#: op_integer_matmul.THREADED_MIN_MACS).
+THREADED_MIN_MACS = 1 << 27
 _NO_BIAS4 = np.zeros((1, 1, 1, 1), np.float32)
 _NO_ENDS = np.zeros(1, np.int32)
 
