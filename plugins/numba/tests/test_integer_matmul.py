@@ -62,7 +62,7 @@ def _zero_point(rng, dtype, kind: str, n: int) -> np.ndarray | None:  # type: ig
 @pytest.mark.parametrize("a_type, b_type", [(U8, I8), (U8, U8), (I8, I8), (I8, U8)])
 @pytest.mark.parametrize("b_zp", ["none", "tensor", "column"])
 @pytest.mark.parametrize("a_shape, n, constant", [((5, 7), 3, True), ((2, 3, 19), 70, False), ((33, 300), 130, True),
-                                                   ((1, 1), 1, False)])
+                                                   ((1, 1), 1, False), ((7,), 5, True)])
 def test_matmul_integer(products, rng, a_type, b_type, b_zp, a_shape, n, constant):
     a, b = _q(rng, a_type, a_shape), _q(rng, b_type, (a_shape[-1], n))
     inputs = [("a", a), ("b", b), ("a_zp", _q(rng, a_type, ())), ("b_zp", _zero_point(rng, b_type, b_zp, n))]
@@ -78,10 +78,12 @@ def test_matmul_integer_extremes(products):
     assert (_assert_same(model, feeds, "MatMulInteger") == 300 * 255 * 255).all()
 
 
-@pytest.mark.parametrize("a_shape, b_shape", [((2, 5, 8), (2, 8, 3)), ((5, 8), (3, 8, 4)), ((3, 1, 4, 6), (2, 6, 5))])
-def test_matmul_integer_batched_b(products, rng, a_shape, b_shape):
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 5, 8), (2, 8, 3)), ((5, 8), (3, 8, 4)), ((3, 1, 4, 6), (2, 6, 5)),
+                                              ((8,), (2, 8, 3))])
+@pytest.mark.parametrize("constant", [True, False])
+def test_matmul_integer_batched_b(products, rng, a_shape, b_shape, constant):
     inputs = [("a", _q(rng, U8, a_shape)), ("b", _q(rng, I8, b_shape)), ("a_zp", np.array(3, U8))]
-    model, feeds = _model("MatMulInteger", inputs, set(), TensorProto.INT32)
+    model, feeds = _model("MatMulInteger", inputs, {"b"} if constant else set(), TensorProto.INT32)
     _assert_same(model, feeds, "MatMulInteger")
 
 
