@@ -10,6 +10,7 @@ import pytest
 import onnxplug as ort
 from numba_test_helpers import assert_node_on_numba_matches, node_model, run_numba, run_onnxruntime
 
+from onnxplug_numba.kernels import int_conv as kic
 from onnxplug_numba.kernels import vnni
 from onnxplug_numba.ops import op_integer_conv
 
@@ -18,11 +19,24 @@ MS = "com.microsoft"
 
 @pytest.fixture(params=["vnni", "int16"])
 def kernel(request, monkeypatch):  # type: ignore[no-untyped-def]
-    """Each test runs on both integer kernels (VNNI only where the CPU has it)."""
+    """Each test runs on both integer kernels (VNNI only where the CPU has it); the kernels that
+    ran are recorded, and convs must have run on the chosen one (narrow groups take int16)."""
     if request.param == "vnni" and not vnni.AVAILABLE:
         pytest.skip("the CPU has no AVX-512 VNNI")
     monkeypatch.setattr(op_integer_conv, "USE_VNNI", request.param == "vnni")
-    return request.param
+    ran: set[str] = set()
+    for name in ("conv_vnni", "conv_int16"):
+        compiled = getattr(kic, name)
+
+        def spy(*args, _compiled=compiled, _name=name):  # type: ignore[no-untyped-def]
+            ran.add(_name)
+            return _compiled(*args)
+
+        monkeypatch.setattr(kic, name, spy)
+    yield request.param
+    assert ran, "no integer conv kernel ran"
+    if request.param == "int16":
+        assert ran == {"conv_int16"}
 
 
 def _q(rng, dtype, shape):  # type: ignore[no-untyped-def]
@@ -58,10 +72,27 @@ def test_conv_integer_geometry(kernel, attrs, w_shape, x_shape) -> None:
     _conv_integer(np.random.default_rng(2), np.uint8, np.uint8, x_shape, w_shape, **attrs)
 
 
-def test_conv_integer_split_over_threads(kernel) -> None:
-    """A conv above the sharing threshold, split into (image, pixel band) items over two threads."""
+@pytest.fixture
+def shared(monkeypatch):  # type: ignore[no-untyped-def]
+    """Every conv is split over the threads; returns the item counts the pool was given."""
+    monkeypatch.setattr(op_integer_conv, "SHARE_MIN_MACS", 0)
+    calls: list[int] = []
+    from onnxplug_numba.threads import ThreadControl
+    run = ThreadControl.run
+
+    def spy(self, work, total, grain=1, spread=False):  # type: ignore[no-untyped-def]
+        calls.append(total)
+        return run(self, work, total, grain, spread)
+
+    monkeypatch.setattr(ThreadControl, "run", spy)
+    return calls
+
+
+def test_conv_integer_split_over_threads(kernel, shared) -> None:
+    """A conv split into (image, pixel band) items over two threads."""
     rng = np.random.default_rng(3)
     _conv_integer(rng, np.uint8, np.uint8, (2, 32, 20, 20), (64, 32, 3, 3), threads=2, pads=[1, 1, 1, 1])
+    assert 8 in shared  # two images of 400 pixels, in bands of 128
 
 
 def test_conv_integer_fed_weights_and_no_zero_points(kernel) -> None:
@@ -147,9 +178,10 @@ def test_qlinear_conv_geometry(kernel, attrs, w_shape, x_shape) -> None:
     _qlinear_conv(np.random.default_rng(7), np.uint8, np.int8, np.uint8, x_shape, w_shape, True, False, **attrs)
 
 
-def test_qlinear_conv_split_over_threads(kernel) -> None:
+def test_qlinear_conv_split_over_threads(kernel, shared) -> None:
     _qlinear_conv(np.random.default_rng(8), np.uint8, np.int8, np.uint8, (2, 32, 24, 20), (48, 32, 3, 3), False,
                   True, threads=2, pads=[1, 1, 1, 1])
+    assert shared
 
 
 def test_qlinear_conv_contrib(kernel) -> None:

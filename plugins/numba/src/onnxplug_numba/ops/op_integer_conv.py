@@ -37,8 +37,9 @@ USE_VNNI = True
 VNNI_MIN_CHANNELS = 8
 #: Output pixels per work item (bounds the im2col rows and int32 sums kept at once).
 BAND = 128
-#: Convs with fewer multiply-adds run on the calling thread (a hand-off costs more than they take).
-SHARE_MIN_MACS = 4_000_000
+#: Convs with fewer multiply-adds run on the calling thread: a hand-off to the pool costs thread
+#: wake-ups and GIL hand-offs, as for float convs (ops/_conv.py), and VNNI sums are cheap.
+SHARE_MIN_MACS = 32_000_000
 
 
 def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
