@@ -30,7 +30,7 @@ def prepare(b: np.ndarray, zero_point: np.ndarray | None, use_vnni: bool) -> tup
     """B (K, N) 8-bit and its zero point (one, or one per column) in the form the products take:
     (packed, column sums, zero points per padded column as int32) with VNNI, else
     ((N, K) int16 ``B - zero_point``, and two empty placeholders)."""
-    k, n = b.shape
+    n = b.shape[1]
     zp = np.zeros(1, np.int32) if zero_point is None else np.asarray(zero_point).astype(np.int32).reshape(-1)
     if zp.size not in (1, n):
         raise ValueError(f"b_zero_point has {zp.size} values for {n} columns of B")

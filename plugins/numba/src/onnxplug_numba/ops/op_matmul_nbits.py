@@ -6,7 +6,9 @@ float32 product (ops/_base.matmul, over the session's threads). Declined: A othe
 from __future__ import annotations
 
 import numpy as np
-from onnxplug.providers.numpy.ops.com_microsoft.op_mat_mul_n_bits import MatMulNBits as _NumpyMatMulNBits
+from onnxplug.providers.numpy.ops.com_microsoft.op_mat_mul_n_bits import (
+    MatMulNBits as _NumpyMatMulNBits,
+)
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.ops._base import NumbaKernel, matmul

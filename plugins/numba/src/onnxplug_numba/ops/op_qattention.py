@@ -15,8 +15,15 @@ import numpy as np
 from onnxplug.providers.numpy.ops.com_microsoft._attention import mask_bias
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
-from onnxplug_numba.kernels import int_attention, int_matmul as kim
-from onnxplug_numba.ops.op_integer_matmul import _F32, _I8, _ZERO, _check, _IntegerProduct
+from onnxplug_numba.kernels import int_attention
+from onnxplug_numba.kernels import int_matmul as kim
+from onnxplug_numba.ops.op_integer_matmul import (
+    _F32,
+    _I8,
+    _ZERO,
+    _check,
+    _IntegerProduct,
+)
 from onnxplug_numba.provider import NumbaProvider
 
 #: Multiply-adds of the attention from which its images are shared over the threads (as
@@ -42,7 +49,7 @@ class QAttention(_IntegerProduct):
         if node.attr("do_rotary", 0) or node.attr("past_present_share_buffer", 0):
             return Decline("attribute", "do_rotary and past_present_share_buffer are not computed")
         sizes = node.attr("qkv_hidden_sizes")
-        if sizes is not None and len(set(int(s) for s in sizes)) != 1:
+        if sizes is not None and len({int(s) for s in sizes}) != 1:
             return Decline("attribute", f"qkv_hidden_sizes {list(sizes)} are not three equal parts")
         if int(node.attr("num_heads", 0)) <= 0:
             return Decline("attribute", "num_heads must be positive")
