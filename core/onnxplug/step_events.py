@@ -45,5 +45,12 @@ def type_shape(value: Any) -> dict[str, Any]:
         dtype, shape = getattr(data, "dtype", None), getattr(data, "shape", None)
     if dtype is None or shape is None:
         return {type(value).__name__: []}
-    name = np.dtype(dtype).name
-    return {_ORT_TYPE_NAMES.get(name, name): [int(d) for d in shape]}
+    name = _type_names.get(dtype)
+    if name is None:
+        found = np.dtype(dtype).name
+        name = _type_names[dtype] = _ORT_TYPE_NAMES.get(found, found)
+    return {name: list(map(int, shape))}
+
+
+#: element type names by dtype, worked out once per dtype (a profiled run names every value)
+_type_names: dict[Any, str] = {}
