@@ -196,6 +196,14 @@ def global_pool(x, kind, y):  # type: ignore[no-untyped-def]
 def _pad_planes(x, ph, pw, hp, wp, buf):  # type: ignore[no-untyped-def]
     """x's planes into ``buf`` (planes x hp x wp flattened, already filled with padding)."""
     planes, height, width = x.shape
+    if wp == width:  # no column padding: each plane is one run
+        area = height * width
+        runs = x.reshape(planes, area)
+        for t in range(planes):
+            dst, src = buf[(t * hp + ph) * wp:], runs[t]
+            for p in range(area):
+                dst[p] = src[p]
+        return
     for t in range(planes):
         for iy in range(height):
             base = (t * hp + ph + iy) * wp + pw

@@ -18,8 +18,8 @@ SHARE_MIN_WORK = 32_000_000
 
 
 #: Planes of at most this many elements go to the flat kernels (kernels/pool.py): on larger ones
-#: the row kernels, which stay in the cache, were faster (max with stride 2 from 8x8, average from 32x32).
-FLAT_MAX_PLANE = {kpool.MAX: 49, kpool.AVERAGE: 256}
+#: the row kernels, which stay in the cache, were faster (max from 16x16, average from 32x32).
+FLAT_MAX_PLANE = {kpool.MAX: 64, kpool.AVERAGE: 256}
 
 
 class _Pool(NumbaKernel):
