@@ -25,53 +25,66 @@ from onnxplug_numba.kernels import vnni
 
 @njit(nogil=True, cache=True)
 def pad_nhwc(x4, flip, zq, pt, pl, xp):  # type: ignore[no-untyped-def]
-    """xp (N, HP, WP, C) = x4 (N, C, H, W) transposed, flipped by ``flip``, at (pt, pl) in a
-    margin of ``zq``."""
-    n, c, h, w = x4.shape
-    hp, wp = xp.shape[1], xp.shape[2]
+    """xp (N, HP, WP, C') = x4 (N, C, H, W) transposed, flipped by ``flip``, at (pt, pl) in a
+    margin of ``zq``; channels C..C' (padding to a multiple of 4) are ``zq`` too."""
+    u = np.uint64
+    n, c, h, w = u(x4.shape[0]), u(x4.shape[1]), u(x4.shape[2]), u(x4.shape[3])
+    hp, wp, cp = u(xp.shape[1]), u(xp.shape[2]), u(xp.shape[3])
+    top, left = u(pt), u(pl)
     pad = np.uint8(zq)
     f = np.uint8(flip)
+    src = x4.reshape(-1)
+    dst = xp.reshape(-1)
+    dst[:] = pad  # (flat unsigned indices below, as :func:`_rows`)
     for i in range(n):
-        for y in range(hp):
-            row = xp[i, y]
-            iy = y - pt
-            if iy < 0 or iy >= h:
-                row[:, :] = pad
-                continue
-            row[:pl, :] = pad
-            row[pl + w:, :] = pad
-            for ch in range(c):
-                src = x4[i, ch, iy]
+        for ch in range(c):
+            for y in range(h):
+                s0 = ((i * c + ch) * h + y) * w
+                d0 = ((i * hp + top + y) * wp + left) * cp + ch
                 for x in range(w):
-                    row[pl + x, ch] = src[x] ^ f
+                    dst[d0 + x * cp] = src[s0 + x] ^ f
 
 
 @njit(inline="always", cache=True)
-def _rows(xp, c0, geo, p0, rows, q):  # type: ignore[no-untyped-def]
-    """im2col rows of pixels p0..p0+rows of the group at channel c0 of padded image xp (HP, WP, C)
-    into q (rows, K padded), in (tap, channel) order; q's K padding stays zero. (Flat unsigned
+def _rows(xp, c0, cg, geo, p0, rows, q):  # type: ignore[no-untyped-def]
+    """im2col rows of pixels p0..p0+rows of the ``cg`` channels from c0 of padded image xp
+    (HP, WP, C) into q (rows, K padded), in (tap, channel) order; q's K padding stays zero. Both
+    may be viewed as 32-bit words (four channels a unit) when every group takes whole words. (Flat unsigned
     indices: views made in the loops would each cost reference counting, and signed indices a
     negative-index test per element, which keeps LLVM from vectorizing the copies.)"""
     u = np.uint64
-    cg, kh, kw = u(geo[G_CG]), u(geo[G_KH]), u(geo[G_KW])
+    cg, kh, kw = u(cg), u(geo[G_KH]), u(geo[G_KW])
     sh, sw, dh, dw, ow = u(geo[G_SH]), u(geo[G_SW]), u(geo[G_DH]), u(geo[G_DW]), u(geo[G_OW])
     c, wp, k4, first = u(xp.shape[2]), u(xp.shape[1]), u(q.shape[1]), u(c0)
     src = xp.reshape(-1)
     dst = q.reshape(-1)
-    # a kernel row's taps are one run of kw * C bytes when they are adjacent and take every channel
-    run, runs = (kw * cg, u(1)) if dw == 1 and cg == c else (cg, kw)
+    # a kernel row's taps are one run of kw * C units when they are adjacent and take every channel
+    merged = dw == 1 and cg == c
+    run = kw * cg if merged else cg
+    step = dh * wp * c  # from one kernel row to the next
+    oy = u(p0) // ow  # (one division: the pixel's row and column then step along)
+    ox = u(p0) - oy * ow
     for r in range(u(rows)):
-        p = u(p0) + r
-        oy = p // ow
-        ox = p - oy * ow
+        if ox == ow:
+            ox = u(0)
+            oy += u(1)
         k = r * k4
-        for i in range(kh):
-            at = ((oy * sh + i * dh) * wp + ox * sw) * c + first
-            for j in range(runs):
-                s0 = at + j * dw * c
+        at = (oy * sh * wp + ox * sw) * c + first
+        if merged:
+            for i in range(kh):
                 for e in range(run):
-                    dst[k + e] = src[s0 + e]
+                    dst[k + e] = src[at + e]
                 k += run
+                at += step
+        else:
+            for i in range(kh):
+                for j in range(kw):
+                    s0 = at + j * dw * c
+                    for e in range(run):
+                        dst[k + e] = src[s0 + e]
+                    k += run
+                at += step
+        ox += u(1)
 
 
 @njit(inline="always", cache=True)
@@ -144,8 +157,11 @@ def conv_vnni(x4, xp, pad, flip, zq, packed, colsum, zs, bias, geo, requant, mul
         for g in range(group):
             if direct:
                 src = xp[n].reshape(pixels, k4)[p0:p0 + rows]
+            elif cg % 4 == 0:
+                _rows(xp[n].view(np.uint32), g * cg // 4, cg // 4, geo, p0, rows, q.view(np.uint32))
+                src = q[:rows]
             else:
-                _rows(xp[n], g * cg, geo, p0, rows, q)
+                _rows(xp[n], g * cg, cg, geo, p0, rows, q)
                 src = q[:rows]
             if sums:
                 _row_sums(src, rows, k, rowsum)
@@ -182,7 +198,10 @@ def conv_int16(x4, xp, pad, flip, zq, wc, bias, geo, requant, mult, zp, lo, hi, 
         p0 = (item - n * bands) * band
         rows = min(band, pixels - p0)
         for g in range(group):
-            _rows(xp[n], g * cg, geo, p0, rows, q)
+            if cg % 4 == 0 and k % 4 == 0:
+                _rows(xp[n].view(np.uint32), g * cg // 4, cg // 4, geo, p0, rows, q.view(np.uint32))
+            else:
+                _rows(xp[n], g * cg, cg, geo, p0, rows, q)
             wg = wc[g]
             for r in range(rows):
                 qr = q[r]

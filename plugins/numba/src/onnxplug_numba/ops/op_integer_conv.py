@@ -56,6 +56,13 @@ def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
     return None
 
 
+def _padded_channels(cg: int, group: int) -> int:
+    """Channels per group in the padded image and the weights: one group's rounded up to a
+    multiple of 4 (copied as 32-bit words; the extra channels hold the zero point, which adds
+    nothing), several groups' as they are."""
+    return -(-cg // 4) * 4 if group == 1 else cg
+
+
 class _IntegerConv(NumbaKernel):
     """The shared engine: a call plan per input shape (weights, geometry, requantization), run by
     ``_execute``."""
@@ -105,6 +112,7 @@ class _IntegerConv(NumbaKernel):
         if cg * group != c or m % group:
             raise ValueError(f"{self.node.describe()}: input has {c} channels, W {list(w_shape)} with group "
                              f"{group} expects {cg * group}")
+        cg = _padded_channels(cg, group)
         oh, ow = (output_size(spatial[a], kernel[a], strides[a], dilations[a], begin[a], end[a]) for a in (0, 1))
         if oh <= 0 or ow <= 0:
             raise ValueError(f"{self.node.describe()}: the window {list(w_shape[2:])} is larger than the padded "
@@ -120,7 +128,7 @@ class _IntegerConv(NumbaKernel):
         geo = np.array([c, *spatial, group, cg, m // group, *kernel, *strides, *dilations, begin[0], begin[1],
                         oh, ow, band, bands, hp, wp], dtype=np.int64)
         out_shape = (n, m, ow) if len(x_shape) == 3 else (n, m, oh, ow)
-        found = self._geometry[key] = (geo, out_shape, n * bands, n * m * pixels * cg * math.prod(kernel))
+        found = self._geometry[key] = (geo, out_shape, n * bands, n * m * pixels * cg * math.prod(kernel), cg)
         return found
 
     def _weights(self, w: np.ndarray, w_zero_point: np.ndarray | None, b: np.ndarray | None) -> tuple:
@@ -143,6 +151,12 @@ class _IntegerConv(NumbaKernel):
             raise ValueError(f"{self.node.describe()}: B must have {m} values, got shape {list(b.shape)}")
         mg = m // group
         w4 = w[:, :, None, :] if w.ndim == 3 else w
+        cp = _padded_channels(w4.shape[1], group)
+        if cp != w4.shape[1]:  # channels padded with the zero point: centered, they are zeros
+            padded = np.empty((m, cp, *w4.shape[2:]), dtype=w.dtype)
+            padded[:, :w4.shape[1]] = w4
+            padded[:, w4.shape[1]:] = zp.astype(w.dtype)[:, None, None, None]
+            w4 = padded
         mat = w4.transpose(0, 2, 3, 1).reshape(group, mg, -1)  # (group, M/group, K) in (tap, channel) order
         if USE_VNNI and vnni.AVAILABLE and mg >= VNNI_MIN_CHANNELS:
             shift = 128 if w.dtype == np.uint8 else 0
@@ -176,13 +190,13 @@ class _IntegerConv(NumbaKernel):
                    zp: np.float32, lo: np.float32, hi: np.float32, out_dtype: np.dtype) -> tuple:
         """(kernel, flip, its middle arguments, shapes of X as 4-D, the padded image, Y and Y as
         (N, M, pixels), Y's type, work items, whether to share them)."""
-        geo, out_shape, items, macs = self._geo(x.shape, w.shape)
+        geo, out_shape, items, macs, cp = self._geo(x.shape, w.shape)
         use_vnni, weights, bias = prepared
         n = out_shape[0]
         c, h, wd, hp, wp = (int(geo[i]) for i in (kic.G_C, kic.G_H, kic.G_W, kic.G_HP, kic.G_WP))
         fn = kic.conv_vnni if use_vnni else kic.conv_int16
         flip = 128 if x.dtype == np.int8 else 0  # int8 as uint8 shifted by 128: VNNI's left operand is unsigned
-        return (fn, flip, (*weights, bias, geo, requant, mult, zp, lo, hi), (n, c, h, wd), (n, hp, wp, c), out_shape,
+        return (fn, flip, (*weights, bias, geo, requant, mult, zp, lo, hi), (n, c, h, wd), (n, hp, wp, cp * int(geo[kic.G_GROUP])), out_shape,
                 (n, out_shape[1], -1), out_dtype, items, macs >= SHARE_MIN_MACS and self.threads.parallel)
 
     def _execute(self, x: np.ndarray, x_zero_point: np.ndarray | None, plan: tuple) -> np.ndarray:
