@@ -29,7 +29,8 @@ def svm_kernel(name: str, params, x: np.ndarray, vectors: np.ndarray) -> np.ndar
 def multiclass_probability(r: np.ndarray) -> np.ndarray:
     """Class probabilities from pairwise ones r[n, i, j] (Wu, Lin & Weng's method 2, as libsvm).
 
-    Iterates all samples together (at most 100 sweeps); finished samples stop changing.
+    Iterates all samples together (at most 100 sweeps); a finished sample's step is 0, which leaves
+    its p, Qp and pQp exactly as they are (the terms stay finite: Q's diagonal is positive).
     """
     n, k = r.shape[0], r.shape[1]
     f32 = np.float32
@@ -38,23 +39,31 @@ def multiclass_probability(r: np.ndarray) -> np.ndarray:
     idx = np.arange(k)
     q[:, idx, idx] = diag
     q = q.astype(f32)
-    p = np.full((n, k), 1 / k, dtype=f32)
+    # Row state [p | Qp]; step i adds diff * step_i[i] (e_i on p, Q[i, :] on Qp), then divides by 1 + diff.
+    q_ii = [np.ascontiguousarray(q[:, i, i]) for i in range(k)]
+    step_i = np.zeros((k, n, 2 * k), dtype=f32)
+    step_i[idx, :, idx] = 1
+    step_i[:, :, k:] = q.transpose(1, 0, 2)
+    state = np.empty((n, 2 * k), dtype=f32)
+    state[:, :k] = 1 / k
+    p, qp = state[:, :k], state[:, k:]
     eps = f32(0.005 / k)
     active = np.ones(n, dtype=bool)
+    zero = f32(0)
     for _ in range(100):
-        qp = np.einsum("nij,nj->ni", q, p)
+        np.einsum("nij,nj->ni", q, p, out=qp)
         pqp = (p * qp).sum(axis=1)
         active &= np.abs(qp - pqp[:, None]).max(axis=1) >= eps
         if not active.any():
             break
-        a = active
         for i in range(k):
-            diff = (-qp[a, i] + pqp[a]) / q[a, i, i]
-            p[a, i] += diff
-            pqp[a] = (pqp[a] + diff * (diff * q[a, i, i] + 2 * qp[a, i])) / (1 + diff) / (1 + diff)
-            qp[a] = (qp[a] + diff[:, None] * q[a, i, :]) / (1 + diff)[:, None]
-            p[a] /= (1 + diff)[:, None]
-    return p
+            qp_i = state[:, k + i]
+            diff = np.where(active, (pqp - qp_i) / q_ii[i], zero)
+            one = 1 + diff
+            pqp = (pqp + diff * (diff * q_ii[i] + 2 * qp_i)) / one / one
+            state = (state + diff[:, None] * step_i[i]) / one[:, None]
+        p, qp = state[:, :k], state[:, k:]
+    return np.ascontiguousarray(p)
 
 
 @dataclass
