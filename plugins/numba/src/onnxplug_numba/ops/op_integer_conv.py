@@ -38,8 +38,9 @@ VNNI_MIN_CHANNELS = 8
 #: Output pixels per work item (bounds the im2col rows and int32 sums kept at once).
 BAND = 128
 #: Convs with fewer multiply-adds run on the calling thread: a hand-off to the pool costs thread
-#: wake-ups and GIL hand-offs, as for float convs (ops/_conv.py), and VNNI sums are cheap.
-SHARE_MIN_MACS = 32_000_000
+#: wake-ups and GIL hand-offs (as for float convs, ops/_conv.py) while VNNI sums are cheap next to
+#: float ones: ddddocr's convs (up to 42M) ran no faster shared on two threads.
+SHARE_MIN_MACS = 128_000_000
 
 
 def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
