@@ -225,7 +225,9 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: Sequenc
         out_sp = [(size + lo + hi - d * (k - 1) - 1) // s + 1
                   for size, lo, hi, d, k, s in zip(x.shape[2:], begin, end, dilations, kernel, strides)]
         return np.zeros((n, m, *(max(o, 0) for o in out_sp)), x.dtype)
-    if w.shape[1] == 1 and group == c and any(k != 1 for k in kernel):
+    # one input channel (group 1) is an ordinary conv: its windows make one matmul, where the
+    # depthwise formulations work per stride phase and per output channel of the multiplier
+    if w.shape[1] == 1 and group == c > 1 and any(k != 1 for k in kernel):
         return depthwise_conv(x, w, b, strides, dilations, begin, end, epilogue, tuning)
     if winograd_fits(x, w, b, strides, dilations, begin, end, group, tuning):
         return winograd_conv(x, (weights or BiasedWeights(False)).winograd(w), b, begin, end, epilogue, tuning)
