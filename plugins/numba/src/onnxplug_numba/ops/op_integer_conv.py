@@ -3,11 +3,12 @@ input and weights, 1-D or 2-D, any group, pads, strides, dilations and auto_pad,
 (kernels/int_conv.py): exact int32 sums, then int32 out or the numpy provider's requantization.
 
 The weights' layout (packed int8 for VNNI, or centered int16), their zero points and QLinearConv's
-int32 bias are prepared once and kept while W, its zero point and B are constant initializers;
-the requantization multipliers ``x_scale * w_scale / y_scale`` (float32, in that order, as
-onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv) are kept while the scales are the same
-arrays. The geometry is worked out once per input shape. Convs below ``SHARE_MIN_MACS`` run on the
-calling thread; larger ones split their (image, pixel band) items over the session's threads.
+int32 bias are prepared once and kept while W, its zero point and B are constant initializers.
+A call plan per input shape (geometry, buffers' shapes, the requantization multipliers
+``x_scale * w_scale / y_scale`` in float32 and in that order, as the numpy provider's
+ai_onnx/op_qlinear_conv) is kept while the inputs other than X and x_zero_point are the same
+constants, so a call is a few numpy allocations and one compiled call. Convs from
+``SHARE_MIN_MACS`` split their (image, pixel band) items over the session's threads.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ _I32 = np.dtype(np.int32)
 
 #: Whether to use AVX-512 VNNI where the CPU has it (tests turn it off to check the other kernel).
 USE_VNNI = True
-#: Fewer output channels per group than this take the int16 kernel: VNNI computes 64 at a time.
+#: Fewer output channels per group than this take the int16 kernel: VNNI computes 16 at a time.
 VNNI_MIN_CHANNELS = 8
 #: Output pixels per work item (bounds the im2col rows and int32 sums kept at once).
 BAND = 128
@@ -92,7 +93,8 @@ class _IntegerConv(NumbaKernel):
         return spec
 
     def _geo(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> tuple:
-        """(geometry vector, output shape, work items, multiply-adds) for these shapes."""
+        """(geometry vector, output shape, work items, multiply-adds, channels per group as laid
+        out) for these shapes."""
         key = (x_shape, w_shape)
         found = self._geometry.get(key)
         if found is not None:
@@ -133,7 +135,8 @@ class _IntegerConv(NumbaKernel):
         return found
 
     def _weights(self, w: np.ndarray, w_zero_point: np.ndarray | None, b: np.ndarray | None) -> tuple:
-        """(vnni?, weight arrays for the kernel, zero points (M,) int64 or None, bias (M,) int64)."""
+        """(VNNI or not, the kernel's weight arrays: packed, column sums and zero points (M,) int32,
+        or centered int16, and the bias (M,) int64)."""
         kept = self._kept
         if kept is not None and kept[0] is w and kept[1] is w_zero_point and kept[2] is b:
             return kept[3]
