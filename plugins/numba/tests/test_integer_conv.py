@@ -13,6 +13,7 @@ from numba_test_helpers import assert_node_on_numba_matches, node_model, run_num
 from onnxplug_numba.kernels import int_conv as kic
 from onnxplug_numba.kernels import vnni
 from onnxplug_numba.ops import op_integer_conv
+from onnxplug_numba.threads import ThreadControl
 
 MS = "com.microsoft"
 
@@ -73,11 +74,9 @@ def test_conv_integer_geometry(kernel, attrs, w_shape, x_shape) -> None:
 
 
 @pytest.fixture
-def shared(monkeypatch):  # type: ignore[no-untyped-def]
-    """Every conv is split over the threads; returns the item counts the pool was given."""
-    monkeypatch.setattr(op_integer_conv, "SHARE_MIN_MACS", 0)
+def pool_runs(monkeypatch):  # type: ignore[no-untyped-def]
+    """The item counts of the work handed to the session's threads."""
     calls: list[int] = []
-    from onnxplug_numba.threads import ThreadControl
     run = ThreadControl.run
 
     def spy(self, work, total, grain=1, spread=False):  # type: ignore[no-untyped-def]
@@ -86,6 +85,13 @@ def shared(monkeypatch):  # type: ignore[no-untyped-def]
 
     monkeypatch.setattr(ThreadControl, "run", spy)
     return calls
+
+
+@pytest.fixture
+def shared(monkeypatch, pool_runs):  # type: ignore[no-untyped-def]
+    """Every conv is split over the threads; returns the item counts the pool was given."""
+    monkeypatch.setattr(op_integer_conv, "SHARE_MIN_MACS", 0)
+    return pool_runs
 
 
 def test_conv_integer_split_over_threads(kernel, shared) -> None:
@@ -230,3 +236,21 @@ def test_qlinear_global_average_pool(dtype, channels_last, shape) -> None:
     inputs = {"x": x, "xs": p["xs"], "xz": p["xz"], "ys": p["ys"], "yz": p["yz"]}
     model = node_model("QLinearGlobalAveragePool", inputs, domain=MS, channels_last=channels_last)
     assert_node_on_numba_matches(model, inputs, "QLinearGlobalAveragePool")
+
+
+@pytest.mark.parametrize("op,shapes", [("QLinearAdd", ((3, 200_000), (3, 200_000))),
+                                       ("QLinearGlobalAveragePool", ((8, 1024, 8, 8),))])
+def test_qlinear_elementwise_split_over_threads(pool_runs, op, shapes) -> None:
+    """Inputs large enough to be split over two threads."""
+    rng = np.random.default_rng(13)
+    data = [_q(rng, np.uint8, s) for s in shapes]
+    if op == "QLinearAdd":
+        p = _params(rng, np.uint8, "a", "b", "c")
+        inputs = {"a": data[0], "as": p["as"], "az": p["az"], "b": data[1], "bs": p["bs"], "bz": p["bz"],
+                  "cs": np.array(float(p["as"] + p["bs"]), np.float32), "cz": p["cz"]}
+    else:
+        p = _params(rng, np.uint8, "x", "y")
+        inputs = {"x": data[0], "xs": p["xs"], "xz": p["xz"], "ys": np.array(float(p["xs"]) * 0.3, np.float32),
+                  "yz": p["yz"]}
+    assert_node_on_numba_matches(node_model(op, inputs, domain=MS), inputs, op, threads=2)
+    assert pool_runs
