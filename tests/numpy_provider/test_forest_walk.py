@@ -1,5 +1,6 @@
-"""Tree ensembles and SVMs on the numpy provider's prepared paths (all-node walk, chunks, direct
-multiclass labels, vectorised votes and coupling) against onnxruntime."""
+"""ai.onnx.ml kernels on the numpy provider's prepared paths against onnxruntime: tree ensembles
+(all-node walk, chunks, direct multiclass labels), SVMs (vectorised votes and coupling) and
+OneHotEncoder's category tables."""
 
 from __future__ import annotations
 
@@ -156,3 +157,16 @@ def test_svc_votes_and_coupling(rows, classes, proba):
                      coefficients=RNG.standard_normal((classes - 1) * sum(per_class)).tolist(),
                      rho=RNG.standard_normal(pairs).tolist(), classlabels_ints=list(range(10, 10 + classes)), **extra)
     compare(model, {"x": RNG.standard_normal((rows, 5)).astype(np.float32)}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [7, 300])
+def test_one_hot_encoder_prepared_lookup(size):
+    """Small inputs take the dict, large int64 ones the sorted search; unknown values give zeros."""
+    cats = [9, -4, 100, 3, 7]
+    x = RNG.choice(np.array(cats + [0, 55, -1], np.int64), size=(size, 2))
+    compare(ml_model("OneHotEncoder", [("x", T.INT64, [size, 2])], [("y", T.FLOAT, [size, 2, 5])],
+                     cats_int64s=cats), {"x": x})
+    if size < 100:
+        words = np.array([["b", "zz"], ["a", "c"], ["", "a"]], dtype=object)
+        compare(ml_model("OneHotEncoder", [("x", T.STRING, [3, 2])], [("y", T.FLOAT, [3, 2, 3])],
+                         cats_strings=["c", "a", "b"]), {"x": words})

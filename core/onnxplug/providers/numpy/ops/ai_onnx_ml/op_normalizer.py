@@ -12,9 +12,13 @@ class Normalizer(NumpyKernel):
     As onnxruntime, MAX divides by the largest value (not the largest magnitude).
     """
 
+    def __init__(self, node, context):
+        super().__init__(node, context)
+        self._norm = self.attr("norm", "MAX")
+
     def compute(self, x):
         rows = float_rows(x)
-        norm = self.attr("norm", "MAX")
+        norm = self._norm
         if norm == "MAX":
             div = rows.max(axis=1, keepdims=True)
         elif norm == "L1":

@@ -9,7 +9,10 @@ from onnxplug.providers.numpy.registry import op
 class Scaler(NumpyKernel):
     """(x - offset) * scale per feature (or one value for all), in float32."""
 
+    def __init__(self, node, context):
+        super().__init__(node, context)
+        self._offset = np.asarray(self.attr("offset") or [0.0], dtype=np.float32)
+        self._scale = np.asarray(self.attr("scale") or [1.0], dtype=np.float32)
+
     def compute(self, x):
-        offset = np.asarray(self.attr("offset") or [0.0], dtype=np.float32)
-        scale = np.asarray(self.attr("scale") or [1.0], dtype=np.float32)
-        return ((float_rows(x) - offset) * scale).reshape(x.shape)
+        return ((float_rows(x) - self._offset) * self._scale).reshape(x.shape)
