@@ -12,6 +12,7 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper
 
+from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS
 from tests.numpy_provider.single_node_oracle import assert_matches_oracle, run_ours
 
 
@@ -50,3 +51,19 @@ def test_sigmoid_then_dynamic_quantize_linear():
     ours = run_ours(model, {"x": x})
     for a, e in zip(ours, expected):
         np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("op_type", ["Sigmoid", "Tanh"])
+def test_blocks_and_units_split_over_the_product_threads(monkeypatch, parallel_for_calls, op_type):
+    """A tensor of several units (an odd size: the last block and unit are short) shared over two
+    product threads, and one of a few blocks on the calling thread: both bit-exact."""
+    from onnxplug.providers.numpy.ops import _mlas_math
+
+    monkeypatch.setattr(PRODUCT_THREADS, "threads", 2)
+    splits = parallel_for_calls(_mlas_math)
+    x = np.resize(_inputs(), 3 * _mlas_math._UNIT + 12_345).reshape(1, 3, -1)
+    assert_matches_oracle(op_type, {"x": x}, rtol=0, atol=0)
+    assert splits and splits[-1] == (4, True), splits
+    x = np.resize(_inputs()[::-1], 2 * _mlas_math._BLOCK + 7)
+    assert_matches_oracle(op_type, {"x": x}, rtol=0, atol=0)
+    assert len(splits) == 1, "a tensor of one unit is not shared out"
