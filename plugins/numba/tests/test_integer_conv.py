@@ -25,6 +25,7 @@ def kernel(request, monkeypatch):  # type: ignore[no-untyped-def]
     if request.param == "vnni" and not vnni.AVAILABLE:
         pytest.skip("the CPU has no AVX-512 VNNI")
     monkeypatch.setattr(op_integer_conv, "USE_VNNI", request.param == "vnni")
+    monkeypatch.setattr(op_integer_conv, "FLOAT_MIN_MACS", 1 << 62)  # the int16 kernel, not the numpy one
     ran: set[str] = set()
     for name in ("conv_vnni", "conv_int16"):
         compiled = getattr(kic, name)
@@ -130,6 +131,22 @@ def test_qlinear_conv_shapes_change_between_runs(kernel) -> None:
     for shape in [(1, 3, 8, 8), (2, 3, 5, 9), (1, 3, 8, 8), (3, 3, 12, 4)]:
         x = _q(rng, np.uint8, shape)
         np.testing.assert_array_equal(session.run(None, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])
+def test_without_vnni_large_convs_take_the_numpy_kernels(monkeypatch, op) -> None:
+    """Without VNNI a conv from FLOAT_MIN_MACS runs the numpy provider's kernel (exact float
+    products) inside the numba kernel, and still matches onnxruntime."""
+    monkeypatch.setattr(op_integer_conv, "USE_VNNI", False)
+    monkeypatch.setattr(op_integer_conv, "FLOAT_MIN_MACS", 0)
+    for name in ("conv_vnni", "conv_int16"):
+        monkeypatch.setattr(kic, name, None)  # neither compiled kernel may run
+    rng = np.random.default_rng(14)
+    if op == "ConvInteger":
+        _conv_integer(rng, np.uint8, np.uint8, (1, 8, 9, 9), (16, 8, 3, 3), pads=[1, 1, 1, 1])
+    else:
+        _qlinear_conv(rng, np.uint8, np.int8, np.uint8, (1, 8, 9, 9), (16, 8, 3, 3), True, True,
+                      pads=[1, 1, 1, 1])
 
 
 def test_conv_integer_per_channel_weight_zero_point(kernel) -> None:

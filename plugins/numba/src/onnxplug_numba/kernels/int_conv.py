@@ -211,7 +211,9 @@ def conv_int16(x4, xp, pad, flip, zq, wc, bias, geo, requant, mult, zp, lo, hi, 
                     w = wg[m]
                     s = np.int32(0)
                     for j in range(k):
-                        s += np.int32(c16[j]) * np.int32(w[j])
+                        # kept int32 at each step (numba widens int32 sums to int64): LLVM then
+                        # sums the int16 products in pairs (vpmaddwd)
+                        s = np.int32(s + np.int32(c16[j]) * np.int32(w[j]))
                     acc[r, m] = s
             for m in range(mg):
                 base[m] = np.int32(bias[g * mg + m])

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 import numpy as np
+from onnxplug.providers.numpy.ops.ai_onnx.op_conv_integer import ConvInteger as NumpyConvInteger
+from onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv import QLinearConv as NumpyQLinearConv
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node, output_size
 
 from onnxplug_numba.kernels import int_conv as kic
@@ -36,6 +39,9 @@ _I32 = np.dtype(np.int32)
 USE_VNNI = True
 #: Fewer output channels per group than this take the int16 kernel: VNNI computes 16 at a time.
 VNNI_MIN_CHANNELS = 8
+#: Without VNNI, convs from this many multiply-adds (and channels enough for VNNI) go to the numpy
+#: provider's kernels, whose float BLAS products are exact and outrun the int16 dot products.
+FLOAT_MIN_MACS = 4_000_000
 #: Output pixels per work item (bounds the im2col rows and int32 sums kept at once).
 BAND = 128
 #: Convs with fewer multiply-adds run on the calling thread: a hand-off to the pool costs thread
@@ -85,6 +91,7 @@ class _IntegerConv(NumbaKernel):
         self._geometry: dict[tuple, tuple] = {}
         self._kept: tuple | None = None
         self._plans: dict[tuple, tuple] = {}
+        self._numpy: Any = None
 
     def _spec(self, rank: int) -> ConvSpec:
         spec = self._specs.get(rank)
@@ -196,12 +203,22 @@ class _IntegerConv(NumbaKernel):
         (N, M, pixels), Y's type, work items, whether to share them)."""
         geo, out_shape, items, macs, cp = self._geo(x.shape, w.shape)
         use_vnni, weights, bias = prepared
+        if not use_vnni and int(geo[kic.G_MG]) >= VNNI_MIN_CHANNELS and macs >= FLOAT_MIN_MACS:
+            return (None,) * 10  # the numpy provider's exact float products (see FLOAT_MIN_MACS)
         n = out_shape[0]
         c, h, wd, hp, wp = (int(geo[i]) for i in (kic.G_C, kic.G_H, kic.G_W, kic.G_HP, kic.G_WP))
         fn = kic.conv_vnni if use_vnni else kic.conv_int16
         flip = 128 if x.dtype == np.int8 else 0  # int8 as uint8 shifted by 128: VNNI's left operand is unsigned
-        return (fn, flip, (*weights, bias, geo, requant, mult, zp, lo, hi), (n, c, h, wd), (n, hp, wp, cp * int(geo[kic.G_GROUP])), out_shape,
+        xp_shape = (n, hp, wp, cp * int(geo[kic.G_GROUP]))
+        return (fn, flip, (*weights, bias, geo, requant, mult, zp, lo, hi), (n, c, h, wd), xp_shape, out_shape,
                 (n, out_shape[1], -1), out_dtype, items, macs >= SHARE_MIN_MACS and self.threads.parallel)
+
+    def _numpy_kernel(self, kind: type) -> Any:
+        """The numpy provider's kernel for this node (made on first use)."""
+        found = self._numpy
+        if found is None:
+            found = self._numpy = kind(self.node, self.context)
+        return found
 
     def _execute(self, x: np.ndarray, x_zero_point: np.ndarray | None, plan: tuple) -> np.ndarray:
         fn, flip, mid, x4_shape, xp_shape, out_shape, y3_shape, out_dtype, items, share = plan
@@ -244,7 +261,10 @@ class ConvInteger(_IntegerConv):
             z = np.float32(0)
             return self._make_plan(x, w, prepared, False, np.zeros(w.shape[0], np.float32), z, z, z, _I32)
 
-        return self._execute(x, x_zero_point, self._plan(x, (w, w_zero_point), build))
+        plan = self._plan(x, (w, w_zero_point), build)
+        if plan[0] is None:
+            return self._numpy_kernel(NumpyConvInteger).compute(x, w, x_zero_point, w_zero_point)
+        return self._execute(x, x_zero_point, plan)
 
 
 @op("QLinearConv", 10)
@@ -300,6 +320,9 @@ class QLinearConv(_IntegerConv):
             return self._make_plan(x, w, prepared, True, mult, zp, *_RANGES[out_dtype], out_dtype)
 
         plan = self._plan(x, (x_scale, w, w_scale, w_zero_point, y_scale, y_zero_point, b), build)
+        if plan[0] is None:
+            return self._numpy_kernel(NumpyQLinearConv).compute(x, x_scale, x_zero_point, w, w_scale, w_zero_point,
+                                                                 y_scale, y_zero_point, b)
         return self._execute(x, x_zero_point, plan)
 
 
