@@ -3,12 +3,12 @@ input and weights, 1-D or 2-D, any group, pads, strides, dilations and auto_pad,
 (kernels/int_conv.py): exact int32 sums, then int32 out or the numpy provider's requantization.
 
 The weights' layout (packed int8 for VNNI, or centered int16), their zero points and QLinearConv's
-int32 bias are prepared once and kept while W, its zero point and B are constant initializers.
-A call plan per input shape (geometry, buffers' shapes, the requantization multipliers
-``x_scale * w_scale / y_scale`` in float32 and in that order, as the numpy provider's
-ai_onnx/op_qlinear_conv) is kept while the inputs other than X and x_zero_point are the same
-constants, so a call is a few numpy allocations and one compiled call. Convs from
-``SHARE_MIN_MACS`` split their (image, pixel band) items over the session's threads.
+int32 bias are kept while W, its zero point and B are constant initializers. A call plan per input
+shape (geometry, buffer shapes, the multipliers ``x_scale * w_scale / y_scale`` in float32 and in
+that order, as the numpy provider's ai_onnx/op_qlinear_conv) is kept while the inputs other than X
+and x_zero_point are the same constants: a call is a few allocations and one compiled call. Convs
+from ``SHARE_MIN_MACS`` split their (image, pixel band) items over the session's threads; without
+VNNI, those from ``FLOAT_MIN_MACS`` run the numpy provider's kernels.
 """
 
 from __future__ import annotations
