@@ -6,10 +6,14 @@ int16) and the thread split."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import onnxplug as ort
-from numba_test_helpers import assert_node_on_numba_matches, node_model, run_numba, run_onnxruntime
-
+import pytest
+from numba_test_helpers import (
+    assert_node_on_numba_matches,
+    node_model,
+    run_numba,
+    run_onnxruntime,
+)
 from onnxplug_numba.kernels import int_conv as kic
 from onnxplug_numba.kernels import vnni
 from onnxplug_numba.ops import op_integer_conv
@@ -155,7 +159,7 @@ def test_conv_integer_per_channel_weight_zero_point(kernel) -> None:
     x, w, wz = _q(rng, np.uint8, (1, 3, 5, 6)), _q(rng, np.uint8, (12, 3, 3, 3)), _q(rng, np.uint8, (12,))
     model = node_model("ConvInteger", {"x": x}, initializers={"w": w, "xz": np.array(7, np.uint8), "wz": wz},
                        opset=10, pads=[1, 1, 1, 1])
-    got, session = run_numba(model, {"x": x})
+    got, _ = run_numba(model, {"x": x})
     xc = np.pad(x.astype(np.int64) - 7, ((0, 0), (0, 0), (1, 1), (1, 1)))
     wc = w.astype(np.int64) - wz.astype(np.int64)[:, None, None, None]
     windows = np.lib.stride_tricks.sliding_window_view(xc, (3, 3), axis=(2, 3))  # (1, 3, 5, 6, 3, 3)

@@ -18,8 +18,12 @@ import operator
 from typing import Any
 
 import numpy as np
-from onnxplug.providers.numpy.ops.ai_onnx.op_conv_integer import ConvInteger as NumpyConvInteger
-from onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv import QLinearConv as NumpyQLinearConv
+from onnxplug.providers.numpy.ops.ai_onnx.op_conv_integer import (
+    ConvInteger as NumpyConvInteger,
+)
+from onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv import (
+    QLinearConv as NumpyQLinearConv,
+)
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node, output_size
 
 from onnxplug_numba.kernels import int_conv as kic
