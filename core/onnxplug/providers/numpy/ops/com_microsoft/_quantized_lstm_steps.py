@@ -67,11 +67,12 @@ class Steps:
         hi, lo = flat.max(axis=2, initial=0.0), flat.min(axis=2, initial=0.0)
         span = hi - lo
         scale = np.where(span != 0, span / _F32(255), _F32(1.0))
-        zp = np.minimum(np.maximum(_F32(0) - lo / scale, _F32(0)), _F32(255))
+        zp = np.minimum(_F32(0) - lo / scale, _F32(255))  # lo <= 0 < scale: never below 0
         np.rint(zp, out=zp)
         codes = np.divide(flat, scale[..., None], dtype=np.float32)
         np.rint(codes, out=codes)
-        np.maximum(codes, -zp[..., None], out=codes)
+        # h >= lo gives rint(h / scale) >= -zp (scale >= -lo / 255 up to one rounding), so only the
+        # upper end of the uint8 range can cut
         np.minimum(codes, (255 - zp)[..., None], out=codes)
         codes = codes.reshape(dirs, self.blocks * self.rows, hidden).astype(self.weights.dtype, copy=False)
         acc = np.matmul(codes, self.weights).reshape(dirs, self.blocks, self.rows, 4 * hidden)
@@ -83,6 +84,7 @@ class Steps:
         biases, sigmoid columns halved); writes ys [seq, D, batch, H]; the last h and c (padded)."""
         seq, dirs, hidden = feed.shape[0], feed.shape[1], h.shape[2]
         three, shape = 3 * hidden, (dirs, self.blocks * self.rows, 4 * hidden)
+        hs = np.empty((seq,) + h.shape, np.float32)
         for t in range(seq):
             gates = feed[t] + self.product(h).reshape(shape)
             np.tanh(gates, out=gates)
@@ -90,7 +92,7 @@ class Steps:
             sig *= _F32(0.5)
             sig += _F32(0.5)
             c = gates[..., 2 * hidden:three] * c + gates[..., :hidden] * gates[..., three:]
-            h = gates[..., hidden:2 * hidden] * np.tanh(c)
-            for d in range(dirs):
-                ys[seq - 1 - t if reverse[d] else t, d] = h[d, :self.batch]
+            h = np.multiply(gates[..., hidden:2 * hidden], np.tanh(c), out=hs[t])
+        for d in range(dirs):
+            ys[:, d] = hs[::-1, d, :self.batch] if reverse[d] else hs[:, d, :self.batch]
         return h, c
