@@ -275,3 +275,28 @@ def test_qlinear_elementwise_split_over_threads(pool_runs, op, shapes) -> None:
                   "yz": p["yz"]}
     assert_node_on_numba_matches(node_model(op, inputs, domain=MS), inputs, op, threads=2)
     assert pool_runs
+
+
+@pytest.mark.skipif(not vnni.AVAILABLE, reason="the CPU has no AVX-512 VNNI")
+@pytest.mark.parametrize("columns", [16, 32, 64])
+@pytest.mark.parametrize("rows,k,n", [(1, 4, 5), (9, 27, 16), (7, 36, 40), (4, 64, 70)])
+def test_vnni_products_by_packing_width(columns, rows, k, n) -> None:
+    """Each packing width's product is the exact int32 product of uint8 rows and int8 weights."""
+    from numba import njit
+
+    product = {16: vnni.product_16, 32: vnni.product_32, 64: vnni.product}[columns]
+
+    @njit
+    def run(q, packed, acc):  # type: ignore[no-untyped-def]
+        product(q, packed, acc)
+
+    rng = np.random.default_rng(15)
+    a = rng.integers(0, 256, (rows, k)).astype(np.uint8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    packed, colsum = vnni.pack(b, columns)
+    q = np.zeros((rows, packed.shape[1] * 4), np.uint8)
+    q[:, :k] = a
+    acc = np.zeros((rows, packed.shape[0] * columns), np.int32)
+    run(q, packed, acc)
+    np.testing.assert_array_equal(acc[:, :n], a.astype(np.int64) @ b.astype(np.int64))
+    np.testing.assert_array_equal(colsum[:n], b.sum(axis=0, dtype=np.int64))
