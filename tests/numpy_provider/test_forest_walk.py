@@ -170,3 +170,9 @@ def test_one_hot_encoder_prepared_lookup(size):
         words = np.array([["b", "zz"], ["a", "c"], ["", "a"]], dtype=object)
         compare(ml_model("OneHotEncoder", [("x", T.STRING, [3, 2])], [("y", T.FLOAT, [3, 2, 3])],
                          cats_strings=["c", "a", "b"]), {"x": words})
+
+
+@pytest.mark.parametrize("norm", ["MAX", "L1", "L2"])
+def test_normalizer_rows_without_zero_divisor(norm):
+    x = RNG.uniform(0.5, 2.0, (6, 4)).astype(np.float32)
+    compare(ml_model("Normalizer", [f32("x", (6, 4))], [f32("y", (6, 4))], norm=norm), {"x": x})

@@ -27,5 +27,8 @@ class Normalizer(NumpyKernel):
             div = np.sqrt(np.square(rows).sum(axis=1, keepdims=True))
         else:
             raise ValueError(f"Normalizer: unknown norm {norm!r} (MAX, L1 or L2)")
-        out = np.where(div != 0, rows / np.where(div != 0, div, 1), rows)
-        return out.astype(np.float32).reshape(x.shape)
+        nonzero = div != 0
+        if nonzero.all():
+            return (rows / div).astype(np.float32, copy=False).reshape(x.shape)
+        out = np.where(nonzero, rows / np.where(nonzero, div, 1), rows)
+        return out.astype(np.float32, copy=False).reshape(x.shape)
