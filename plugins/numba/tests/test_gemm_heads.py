@@ -1,5 +1,5 @@
 """Gemm's and MatMul's few-row products with a large weight (classifier heads): kernels/gemv.py,
-against onnxruntime, with spies proving the path (and its parallel kernel) ran."""
+against onnxruntime, with a spy proving the path ran."""
 
 from __future__ import annotations
 
@@ -9,31 +9,23 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from numba_test_helpers import assert_node_on_numba_matches, run_numba
-from onnxplug_numba.kernels import native_parallel
 
 FLOAT = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}
 
 
 @pytest.fixture
 def calls(monkeypatch) -> dict:
-    """Counts of the few-row product and of its parallel kernel."""
-    from onnxplug_numba.kernels import gemv
+    """How many products took the few-row kernel."""
     from onnxplug_numba.ops import op_matmul
 
-    counts = {"few_rows": 0, "bands": 0}
-    original, bands = op_matmul.few_rows_product, getattr(gemv, "product_bands", None)
+    counts = {"few_rows": 0}
+    original = op_matmul.few_rows_product
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         counts["few_rows"] += 1
         return original(*args, **kwargs)
 
-    def spy_bands(*args, **kwargs):  # type: ignore[no-untyped-def]
-        counts["bands"] += 1
-        return bands(*args, **kwargs)
-
     monkeypatch.setattr(op_matmul, "few_rows_product", spy)
-    if bands is not None:
-        monkeypatch.setattr(gemv, "product_bands", spy_bands)
     return counts
 
 
@@ -68,7 +60,7 @@ def gemm_model(m: int, k: int, n: int, dtype=np.float32, trans_a: int = 0, trans
     (2, 2048, 1000, {}, 2),  # batch 2
     (3, 300, 257, {"alpha": 0.5, "beta": 2.0, "bias_shape": (1, -1)}, 2),  # odd N, scaled terms
     (8, 256, 301, {"bias_shape": None}, 2),
-    (1, 1024, 1000, {}, 1),  # one thread: the serial kernel
+    (1, 1024, 1000, {}, 1),  # one session thread
     (2, 256, 300, {"trans_a": 1, "trans_b": 0}, 2),  # a constant (K, N) weight, laid out once
     (1, 512, 130, {"dtype": np.float64}, 2),
     (1, 500, 160, {"constant_b": False}, 2),  # a fed (N, K) weight
@@ -78,8 +70,6 @@ def test_few_rows_gemm_matches_onnxruntime(calls, m, k, n, kwargs, threads) -> N
     dtype = kwargs.get("dtype", np.float32)
     assert_node_on_numba_matches(model, feeds, "Gemm", threads=threads, atol=1e-5 if dtype == np.float32 else 1e-12)
     assert calls["few_rows"] == 1
-    if native_parallel.PRANGE_AVAILABLE:
-        assert calls["bands"] == (1 if threads > 1 else 0)
 
 
 @pytest.mark.parametrize("m,k,n,kwargs", [
@@ -131,8 +121,6 @@ def test_few_rows_matmul_with_a_constant_weight(calls, a_shape, k, n, dtype, thr
     ours = assert_node_on_numba_matches(model, feeds, "MatMul", threads=threads,
                                         atol=1e-5 if dtype == np.float32 else 1e-12)
     assert calls["few_rows"] == 1
-    if native_parallel.PRANGE_AVAILABLE:
-        assert calls["bands"] == (1 if threads > 1 else 0)
     _, session = run_numba(model, feeds, fallback=True, threads=threads)  # the laid-out weight, run twice
     np.testing.assert_array_equal(session.run(None, feeds)[0], session.run(None, feeds)[0])
     np.testing.assert_array_equal(session.run(None, feeds)[0], ours[0])

@@ -2,18 +2,18 @@
 C-contiguous (Gemm's transB layout, or a constant weight laid out so once by its kernel).
 
 Such products (classifier heads) do little arithmetic per weight element, so reading ``w`` bounds
-them: the N output columns are split in bands over the threads, each thread streaming only its
-share of ``w``, and four weight rows at a time are dotted with every input row while they are in
-the L1 cache. Sums are reassociated (vector lanes), so results differ from BLAS's within float
+them: four weight rows at a time are dotted with every input row while they are in the L1 cache,
+so ``w`` is read once whatever M (BLAS's product with a transposed weight slows with each row).
+One thread: a numba prange region here waited for its second worker whenever the cores were busy
+(onnxruntime's spinning threads, other processes), and a Python pool hand-off costs about as much
+as the product. Sums are reassociated (vector lanes), so results differ from BLAS's within float
 rounding. ``bias`` is a vector over N (``has_bias``), added after the scaling, as Gemm's beta * C.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-
-from onnxplug_numba.kernels.native_parallel import PRANGE_AVAILABLE
+from numba import njit
 
 _FAST = {"reassoc", "contract"}
 
@@ -55,16 +55,3 @@ def product_band(x, w, alpha, bias, has_bias, y, c0, c1):  # type: ignore[no-unt
                 s += xr[t] * wq[t]
             s *= alpha
             y[r, q] = s + bias[q] if has_bias else s
-
-
-if PRANGE_AVAILABLE:
-    @njit(nogil=True, parallel=True, cache=True)
-    def product_bands(x, w, alpha, bias, has_bias, y, items):  # type: ignore[no-untyped-def]
-        """y = alpha * x @ w.T (+ bias) for w (N, K), as ``items`` column bands (multiples of 16)
-        over the threads."""
-        n = y.shape[1]
-        for item in prange(items):
-            c0 = (n * item // items) // 16 * 16
-            c1 = n if item == items - 1 else (n * (item + 1) // items) // 16 * 16
-            if c1 > c0:
-                product_band(x, w, alpha, bias, has_bias, y, c0, c1)

@@ -1,7 +1,6 @@
 """MatMul (batched, broadcasting), Gemm and FusedGemm (Gemm + activation): BLAS via numpy.matmul,
-except products of few rows with a large weight (classifier heads): kernels/gemv.py, split over the
-threads by output columns, reading the weight as (N, K) rows (Gemm's transB layout as given, or a
-constant weight's, laid out once)."""
+except products of few rows with a large weight (classifier heads): kernels/gemv.py, reading the
+weight as (N, K) rows (Gemm's transB layout as given, or a constant weight's, laid out once)."""
 
 from __future__ import annotations
 
@@ -9,35 +8,25 @@ import numpy as np
 from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
-from onnxplug_numba.kernels import gemv, native_parallel
+from onnxplug_numba.kernels import gemv
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul, openblas_serial
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.provider import NumbaProvider
-from onnxplug_numba.threads import ThreadControl
 
 
 #: Products of at most this many rows with a weight of at least FEW_ROWS_MIN_WEIGHT elements run
-#: in kernels/gemv.py: bound by reading the weight, they gain from splitting it over the threads,
-#: and its serial kernel keeps up with BLAS's at these row counts.
+#: in kernels/gemv.py: it reads the weight once for all rows, where BLAS reads a transposed one
+#: once per row, and keeps up with BLAS on one row.
 FEW_ROWS = 8
 FEW_ROWS_MIN_WEIGHT = 65536
-#: Weight columns per thread below which the few-row product stays on the calling thread.
-FEW_ROWS_MIN_BAND = 64
 
 
-def few_rows_product(a: np.ndarray, w: np.ndarray, alpha: float, bias: np.ndarray | None,
-                     threads: ThreadControl) -> np.ndarray:
+def few_rows_product(a: np.ndarray, w: np.ndarray, alpha: float, bias: np.ndarray | None) -> np.ndarray:
     """alpha * a (M, K) @ w.T (+ bias over N) for C-contiguous w (N, K) of a's dtype."""
     n = w.shape[0]
     y = np.empty((a.shape[0], n), dtype=w.dtype)
-    a = np.ascontiguousarray(a)
-    scale = w.dtype.type(alpha)
-    vector = y[0] if bias is None else bias
-    items = min(threads.count, n // FEW_ROWS_MIN_BAND)
-    if items > 1 and native_parallel.PRANGE_AVAILABLE:
-        gemv.product_bands(a, w, scale, vector, bias is not None, y, native_parallel.use_threads(items))
-    else:
-        gemv.product_band(a, w, scale, vector, bias is not None, y, 0, n)
+    gemv.product_band(np.ascontiguousarray(a), w, w.dtype.type(alpha), y[0] if bias is None else bias,
+                      bias is not None, y, 0, n)
     return y
 
 
@@ -62,7 +51,7 @@ class MatMul(NumbaKernel):
             rows = self._rows
             if rows is None:  # (the same array from any thread: a race only lays it out twice)
                 rows = self._rows = np.ascontiguousarray(b.T)
-            y = few_rows_product(a.reshape(-1, a.shape[-1]), rows, 1.0, None, self.threads)
+            y = few_rows_product(a.reshape(-1, a.shape[-1]), rows, 1.0, None)
             return y.reshape(*a.shape[:-1], b.shape[1])
         if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
             return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
@@ -101,7 +90,7 @@ class Gemm(NumbaKernel):
             if c.ndim not in (1, 2) or c.size != w.shape[0] or c.shape[-1] != w.shape[0] or c.dtype != a.dtype:
                 return None  # (a scalar, a column or a full matrix: the general path)
             bias = c.reshape(-1) if self.beta == 1.0 else c.reshape(-1) * c.dtype.type(self.beta)
-        return few_rows_product(a.T if self.trans_a else a, w, self.alpha, bias, self.threads)
+        return few_rows_product(a.T if self.trans_a else a, w, self.alpha, bias)
 
     def product(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
         if a.ndim == 2 and 0 < a.shape[self.trans_a] <= FEW_ROWS:
