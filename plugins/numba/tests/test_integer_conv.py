@@ -29,7 +29,7 @@ def kernel(request, monkeypatch):  # type: ignore[no-untyped-def]
     if request.param == "vnni" and not vnni.AVAILABLE:
         pytest.skip("the CPU has no AVX-512 VNNI")
     monkeypatch.setattr(op_integer_conv, "USE_VNNI", request.param == "vnni")
-    monkeypatch.setattr(op_integer_conv, "FLOAT_MIN_MACS", 1 << 62)  # the int16 kernel, not the numpy one
+    monkeypatch.setattr(op_integer_conv, "LEAVE_WITHOUT_VNNI", False)  # claimed on any CPU
     ran: set[str] = set()
     for name in ("conv_vnni", "conv_int16"):
         compiled = getattr(kic, name)
@@ -137,20 +137,17 @@ def test_qlinear_conv_shapes_change_between_runs(kernel) -> None:
         np.testing.assert_array_equal(session.run(None, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
 
 
-@pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])
-def test_without_vnni_large_convs_take_the_numpy_kernels(monkeypatch, op) -> None:
-    """Without VNNI a conv from FLOAT_MIN_MACS runs the numpy provider's kernel (exact float
-    products) inside the numba kernel, and still matches onnxruntime."""
-    monkeypatch.setattr(op_integer_conv, "USE_VNNI", False)
-    monkeypatch.setattr(op_integer_conv, "FLOAT_MIN_MACS", 0)
-    for name in ("conv_vnni", "conv_int16"):
-        monkeypatch.setattr(kic, name, None)  # neither compiled kernel may run
+def test_without_vnni_wide_convs_are_left_to_the_numpy_provider(monkeypatch) -> None:
+    """Without VNNI only narrow groups (depthwise) are claimed; the others fall back."""
+    monkeypatch.setattr(op_integer_conv, "LEAVE_WITHOUT_VNNI", True)
     rng = np.random.default_rng(14)
-    if op == "ConvInteger":
-        _conv_integer(rng, np.uint8, np.uint8, (1, 8, 9, 9), (16, 8, 3, 3), pads=[1, 1, 1, 1])
-    else:
-        _qlinear_conv(rng, np.uint8, np.int8, np.uint8, (1, 8, 9, 9), (16, 8, 3, 3), True, True,
-                      pads=[1, 1, 1, 1])
+    x = _q(rng, np.uint8, (1, 8, 6, 6))
+    for w_shape, group, claimed in [((16, 8, 3, 3), 1, False), ((8, 1, 3, 3), 8, True)]:
+        model = node_model("ConvInteger", {"x": x}, initializers={"w": _q(rng, np.uint8, w_shape)}, opset=10,
+                           group=group, pads=[1, 1, 1, 1])
+        got, session = run_numba(model, {"x": x}, fallback=True)
+        assert (session.get_node_assignments()[0].provider == "numba") == claimed
+        np.testing.assert_array_equal(got[0], run_onnxruntime(model, {"x": x})[0])
 
 
 def test_conv_integer_per_channel_weight_zero_point(kernel) -> None:

@@ -8,22 +8,15 @@ shape (geometry, buffer shapes, the multipliers ``x_scale * w_scale / y_scale`` 
 that order, as the numpy provider's ai_onnx/op_qlinear_conv) is kept while the inputs other than X
 and x_zero_point are the same constants: a call is a few allocations and one compiled call. Convs
 from ``SHARE_MIN_MACS`` split their (image, pixel band) items over the session's threads; without
-VNNI, those from ``FLOAT_MIN_MACS`` run the numpy provider's kernels.
+VNNI, only convs of narrow groups are claimed (``LEAVE_WITHOUT_VNNI``).
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from typing import Any
 
 import numpy as np
-from onnxplug.providers.numpy.ops.ai_onnx.op_conv_integer import (
-    ConvInteger as NumpyConvInteger,
-)
-from onnxplug.providers.numpy.ops.ai_onnx.op_qlinear_conv import (
-    QLinearConv as NumpyQLinearConv,
-)
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node, output_size
 
 from onnxplug_numba.kernels import int_conv as kic
@@ -43,9 +36,9 @@ _I32 = np.dtype(np.int32)
 USE_VNNI = True
 #: Fewer output channels per group than this take the int16 kernel: VNNI computes 16 at a time.
 VNNI_MIN_CHANNELS = 8
-#: Without VNNI, convs from this many multiply-adds (and channels enough for VNNI) go to the numpy
-#: provider's kernels, whose float BLAS products are exact and outrun the int16 dot products.
-FLOAT_MIN_MACS = 4_000_000
+#: Without VNNI, convs with VNNI_MIN_CHANNELS or more output channels per group are left to the
+#: numpy provider, whose exact float BLAS products outrun the int16 dot products on big convs.
+LEAVE_WITHOUT_VNNI = not vnni.AVAILABLE
 #: Output pixels per work item (bounds the im2col rows and int32 sums kept at once).
 BAND = 128
 #: Convs with fewer multiply-adds run on the calling thread: a hand-off to the pool costs thread
@@ -65,6 +58,11 @@ def _check(node: Node, view: GraphView, x: int, w: int) -> Decline | None:
         ranks.append(len(node.attr("kernel_shape")) + 2)
     if not ranks or ranks[0] not in (3, 4):
         return Decline("shape", f"input {node.inputs[x]!r} is not known to be 1-D or 2-D images (rank 3 or 4)")
+    if LEAVE_WITHOUT_VNNI:
+        t = view.type_of(node.inputs[w])
+        m = t.shape[0] if t is not None and t.shape else None
+        if not isinstance(m, int) or m // max(1, int(node.attr("group", 1) or 1)) >= VNNI_MIN_CHANNELS:
+            return Decline("device", "the CPU has no AVX-512 VNNI: the numpy provider's float products are faster")
     return None
 
 
@@ -95,7 +93,6 @@ class _IntegerConv(NumbaKernel):
         self._geometry: dict[tuple, tuple] = {}
         self._kept: tuple | None = None
         self._plans: dict[tuple, tuple] = {}
-        self._numpy: Any = None
 
     def _spec(self, rank: int) -> ConvSpec:
         spec = self._specs.get(rank)
@@ -207,8 +204,6 @@ class _IntegerConv(NumbaKernel):
         (N, M, pixels), Y's type, work items, whether to share them)."""
         geo, out_shape, items, macs, cp = self._geo(x.shape, w.shape)
         use_vnni, weights, bias = prepared
-        if not use_vnni and int(geo[kic.G_MG]) >= VNNI_MIN_CHANNELS and macs >= FLOAT_MIN_MACS:
-            return (None,) * 10  # the numpy provider's exact float products (see FLOAT_MIN_MACS)
         n = out_shape[0]
         c, h, wd, hp, wp = (int(geo[i]) for i in (kic.G_C, kic.G_H, kic.G_W, kic.G_HP, kic.G_WP))
         fn = kic.conv_vnni if use_vnni else kic.conv_int16
@@ -216,13 +211,6 @@ class _IntegerConv(NumbaKernel):
         xp_shape = (n, hp, wp, cp * int(geo[kic.G_GROUP]))
         return (fn, flip, (*weights, bias, geo, requant, mult, zp, lo, hi), (n, c, h, wd), xp_shape, out_shape,
                 (n, out_shape[1], -1), out_dtype, items, macs >= SHARE_MIN_MACS and self.threads.parallel)
-
-    def _numpy_kernel(self, kind: type) -> Any:
-        """The numpy provider's kernel for this node (made on first use)."""
-        found = self._numpy
-        if found is None:
-            found = self._numpy = kind(self.node, self.context)
-        return found
 
     def _execute(self, x: np.ndarray, x_zero_point: np.ndarray | None, plan: tuple) -> np.ndarray:
         fn, flip, mid, x4_shape, xp_shape, out_shape, y3_shape, out_dtype, items, share = plan
@@ -265,10 +253,7 @@ class ConvInteger(_IntegerConv):
             z = np.float32(0)
             return self._make_plan(x, w, prepared, False, np.zeros(w.shape[0], np.float32), z, z, z, _I32)
 
-        plan = self._plan(x, (w, w_zero_point), build)
-        if plan[0] is None:
-            return self._numpy_kernel(NumpyConvInteger).compute(x, w, x_zero_point, w_zero_point)
-        return self._execute(x, x_zero_point, plan)
+        return self._execute(x, x_zero_point, self._plan(x, (w, w_zero_point), build))
 
 
 @op("QLinearConv", 10)
@@ -324,9 +309,6 @@ class QLinearConv(_IntegerConv):
             return self._make_plan(x, w, prepared, True, mult, zp, *_RANGES[out_dtype], out_dtype)
 
         plan = self._plan(x, (x_scale, w, w_scale, w_zero_point, y_scale, y_zero_point, b), build)
-        if plan[0] is None:
-            return self._numpy_kernel(NumpyQLinearConv).compute(x, x_scale, x_zero_point, w, w_scale, w_zero_point,
-                                                                 y_scale, y_zero_point, b)
         return self._execute(x, x_zero_point, plan)
 
 
