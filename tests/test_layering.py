@@ -26,7 +26,7 @@ PUBLIC = frozenset({"onnxplug", "onnxplug.errors", "onnxplug.device", "onnxplug.
                     "onnxplug.ir.graph", "onnxplug.session", "onnxplug.options", "onnxplug.ort_value",
                     "onnxplug.testing", "onnxplug.testing.model_suite", "onnxplug.geometry",
                     "onnxplug.mlas", "onnxplug.ml", "onnxplug.ml.forest", "onnxplug.ml.scores",
-                    "onnxplug.ml.svm", "onnxplug.ml.tree_rules", "onnxplug.ml.linear"})
+                    "onnxplug.ml.svm", "onnxplug.ml.tree_rules", "onnxplug.ml.linear", "onnxplug.contrib_rules"})
 
 
 def _module_name(path: Path, root: Path) -> str:

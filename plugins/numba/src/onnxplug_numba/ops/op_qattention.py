@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnxplug.providers.numpy.ops.com_microsoft._attention import mask_bias
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
+from onnxplug_sdk.contrib import mask_bias
 
 from onnxplug_numba.kernels import int_attention
 from onnxplug_numba.kernels import int_matmul as kim

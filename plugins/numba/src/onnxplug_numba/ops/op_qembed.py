@@ -6,8 +6,8 @@ them are constant initializers, else on each call. Outputs: the normalized rows 
 from __future__ import annotations
 
 import numpy as np
-from onnxplug.providers.numpy.ops.com_microsoft._qlinear import dequantize, per_tensor
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
+from onnxplug_sdk.contrib import dequantize, per_tensor
 
 from onnxplug_numba.ops.op_fused import ContribEmbedLayerNormalization
 from onnxplug_numba.provider import NumbaProvider

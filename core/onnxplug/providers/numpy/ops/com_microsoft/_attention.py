@@ -7,46 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxplug.errors import NotImplementedOpError
 from onnxplug.providers.numpy.runtime.blas import matmul
-
-
-def mask_bias(kernel, mask: np.ndarray | None, batch: int, seq: int, total: int, causal: bool,
-              filter_value: float, dtype: np.dtype) -> np.ndarray | None:
-    """The additive mask, [B, 1, S, T] for T keys (the last S of them aligned with the queries when
-    causal), or None when nothing is masked.
-
-    ``mask`` is a key padding mask: [B] end positions, [2B] end then start positions, [B, T] or
-    [B, S, T] of 1 (attend) / 0 (masked)."""
-    past = total - seq
-    lowest = np.finfo(dtype).min
-    if mask is None and not causal:
-        return None
-    bias = np.zeros((batch, 1, seq, total), dtype=dtype)
-    if mask is not None:
-        keys = np.arange(total)
-        if mask.ndim == 1 and mask.shape[0] in (batch, 2 * batch):
-            end = mask[:batch].astype(np.int64).reshape(batch, 1, 1, 1)
-            masked = keys >= end
-            if mask.shape[0] == 2 * batch:
-                start = np.minimum(mask[batch:].astype(np.int64), total).reshape(batch, 1, 1, 1)
-                masked = masked | (keys < start)
-            masked = np.broadcast_to(masked, bias.shape)
-        elif mask.ndim == 2 and mask.shape == (batch, total):
-            masked = np.broadcast_to((mask <= 0).reshape(batch, 1, 1, total), bias.shape)
-        elif mask.ndim == 3 and mask.shape == (batch, seq, total):
-            masked = (mask <= 0).reshape(batch, 1, seq, total)
-        elif mask.ndim == 4:
-            raise NotImplementedOpError(f"{kernel.node.describe()}: a 4-D mask is not supported "
-                                        "(onnxruntime's CPU kernel has none either)")
-        else:
-            raise ValueError(f"{kernel.node.describe()}: mask shape {list(mask.shape)} is none of [B], [2B], "
-                             f"[B, T], [B, S, T] for B={batch}, S={seq}, T={total}")
-        bias[masked] = dtype.type(filter_value)
-    if causal:
-        future = np.arange(total)[None, :] > np.arange(seq)[:, None] + past
-        bias[:, :, future] = lowest
-    return bias
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, scale: float) -> np.ndarray:

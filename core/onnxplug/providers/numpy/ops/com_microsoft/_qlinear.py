@@ -9,25 +9,9 @@ from typing import Callable
 
 import numpy as np
 
+from onnxplug.contrib_rules import dequantize, per_tensor
+
 _RANGES = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
-
-
-def per_tensor(kernel, name: str, value: np.ndarray | None) -> np.ndarray | None:
-    """A scale or zero point as a 0-d array; more than one value is refused."""
-    if value is None:
-        return None
-    if value.size != 1:
-        raise ValueError(f"{kernel.node.describe()}: {name} must be one value (per tensor), "
-                         f"got shape {list(value.shape)}")
-    return value.reshape(())
-
-
-def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
-    """(x - zero_point) * scale in float32."""
-    centered = x.astype(np.float32)
-    if zero_point is not None:
-        centered -= np.float32(zero_point)
-    return centered * np.float32(scale)
 
 
 def quantize(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, dtype: np.dtype) -> np.ndarray:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
-from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, dequantize, per_tensor, quantize
+from onnxplug.contrib_rules import dequantize, per_tensor
+from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, quantize
 
 
 class QLinearBinary(NumpyKernel):

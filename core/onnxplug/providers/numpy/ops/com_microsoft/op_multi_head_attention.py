@@ -14,7 +14,8 @@ import numpy as np
 from onnxplug.errors import NotImplementedOpError
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.com_microsoft._attention import attend, mask_bias, merge_heads, split_heads
+from onnxplug.contrib_rules import mask_bias
+from onnxplug.providers.numpy.ops.com_microsoft._attention import attend, merge_heads, split_heads
 from onnxplug.providers.numpy.registry import op
 
 

@@ -5,7 +5,7 @@ scale, float32) and EmbedLayerNormalization's kernel runs. Outputs: output and m
 import numpy as np
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.com_microsoft._qlinear import dequantize, per_tensor
+from onnxplug.contrib_rules import dequantize, per_tensor
 from onnxplug.providers.numpy.ops.com_microsoft.op_embed_layer_normalization import EmbedLayerNormalization
 from onnxplug.providers.numpy.registry import op
 

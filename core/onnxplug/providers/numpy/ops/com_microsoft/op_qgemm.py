@@ -10,7 +10,7 @@ from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.kernels.conv.dispatch import constant_inputs
 from onnxplug.providers.numpy.ops._quant_util import IntegerMatrix, centered, centered_range, requantize
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.com_microsoft._qlinear import per_tensor
+from onnxplug.contrib_rules import per_tensor
 from onnxplug.providers.numpy.registry import op
 
 

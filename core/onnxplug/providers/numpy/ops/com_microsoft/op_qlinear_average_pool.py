@@ -5,7 +5,8 @@ takes N...C input and gives N...C output."""
 import numpy as np
 
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, dequantize, per_tensor, quantize
+from onnxplug.contrib_rules import dequantize, per_tensor
+from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, quantize
 from onnxplug.providers.numpy.ops.ai_onnx.op_average_pool import AveragePool
 from onnxplug.providers.numpy.registry import op
 

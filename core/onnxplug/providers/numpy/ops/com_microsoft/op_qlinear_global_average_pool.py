@@ -5,7 +5,8 @@ import numpy as np
 
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops.com_microsoft import DOMAIN
-from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, per_tensor, quantize
+from onnxplug.contrib_rules import per_tensor
+from onnxplug.providers.numpy.ops.com_microsoft._qlinear import check_type, quantize
 from onnxplug.providers.numpy.registry import op
 
 

@@ -1,0 +1,68 @@
+"""Rules of onnxruntime's com.microsoft operators that more than one provider follows, kept in one
+place so their results agree: the additive attention mask of Attention and its quantized and
+multi-head forms (onnxruntime's attention_cpu_base.h: a masked key gets ``mask_filter_value``, a
+key after a query's causal position the float's lowest value), and the per-tensor scale and zero
+point reading and float32 dequantization of the QLinear ops. ``kernel`` arguments name the node in
+errors (anything with a ``node`` that can ``describe()`` itself)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onnxplug.errors import NotImplementedOpError
+
+
+def mask_bias(kernel, mask: np.ndarray | None, batch: int, seq: int, total: int, causal: bool,
+              filter_value: float, dtype: np.dtype) -> np.ndarray | None:
+    """The additive mask, [B, 1, S, T] for T keys (the last S of them aligned with the queries when
+    causal), or None when nothing is masked.
+
+    ``mask`` is a key padding mask: [B] end positions, [2B] end then start positions, [B, T] or
+    [B, S, T] of 1 (attend) / 0 (masked)."""
+    past = total - seq
+    lowest = np.finfo(dtype).min
+    if mask is None and not causal:
+        return None
+    bias = np.zeros((batch, 1, seq, total), dtype=dtype)
+    if mask is not None:
+        keys = np.arange(total)
+        if mask.ndim == 1 and mask.shape[0] in (batch, 2 * batch):
+            end = mask[:batch].astype(np.int64).reshape(batch, 1, 1, 1)
+            masked = keys >= end
+            if mask.shape[0] == 2 * batch:
+                start = np.minimum(mask[batch:].astype(np.int64), total).reshape(batch, 1, 1, 1)
+                masked = masked | (keys < start)
+            masked = np.broadcast_to(masked, bias.shape)
+        elif mask.ndim == 2 and mask.shape == (batch, total):
+            masked = np.broadcast_to((mask <= 0).reshape(batch, 1, 1, total), bias.shape)
+        elif mask.ndim == 3 and mask.shape == (batch, seq, total):
+            masked = (mask <= 0).reshape(batch, 1, seq, total)
+        elif mask.ndim == 4:
+            raise NotImplementedOpError(f"{kernel.node.describe()}: a 4-D mask is not supported "
+                                        "(onnxruntime's CPU kernel has none either)")
+        else:
+            raise ValueError(f"{kernel.node.describe()}: mask shape {list(mask.shape)} is none of [B], [2B], "
+                             f"[B, T], [B, S, T] for B={batch}, S={seq}, T={total}")
+        bias[masked] = dtype.type(filter_value)
+    if causal:
+        future = np.arange(total)[None, :] > np.arange(seq)[:, None] + past
+        bias[:, :, future] = lowest
+    return bias
+
+
+def per_tensor(kernel, name: str, value: np.ndarray | None) -> np.ndarray | None:
+    """A scale or zero point as a 0-d array; more than one value is refused."""
+    if value is None:
+        return None
+    if value.size != 1:
+        raise ValueError(f"{kernel.node.describe()}: {name} must be one value (per tensor), "
+                         f"got shape {list(value.shape)}")
+    return value.reshape(())
+
+
+def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
+    """(x - zero_point) * scale in float32."""
+    centered = x.astype(np.float32)
+    if zero_point is not None:
+        centered -= np.float32(zero_point)
+    return centered * np.float32(scale)
