@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxplug.providers.numpy.kernels.tiled_transpose import MAX_COLS, MIN_VALUES, matrix_transpose, tiled_transpose
 from onnxplug.providers.numpy.runtime.blas import PRODUCT_THREADS, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.registry import op
@@ -31,11 +32,22 @@ class Transpose(NumpyKernel):
         perm = self.attr("perm")  # default: reverse the axes
         self.axes = None if perm is None else [int(p) for p in perm]
         self.inner = None if self.axes is None or not self.axes else [a - 1 for a in self.axes[1:]]
+        #: per input shape: (batch, rows, cols) of a matrix transpose (tiled_transpose), or ()
+        self._matrix: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     def compute(self, x):
         axes = self.axes
         view = x.transpose(axes)  # numpy checks the permutation
         out = np.empty(view.shape, dtype=x.dtype)
+        if x.size >= MIN_VALUES and axes is not None and x.flags.c_contiguous:
+            matrix = self._matrix.get(x.shape)
+            if matrix is None:
+                matrix = self._matrix[x.shape] = matrix_transpose(x.shape, axes) or ()
+            # short input rows (channels-last going channels-first); an output last axis of a
+            # few values takes the per-index copies of _copy
+            if matrix and matrix[2] <= MAX_COLS and matrix[1] > SHORT_LAST_AXIS:
+                tiled_transpose(x, out, *matrix, MACS_PER_VALUE)
+                return out
         if axes is None or axes[0] != 0 or x.ndim < 2 or x.shape[0] < 2 or PRODUCT_THREADS.threads < 2:
             _copy(out, view)
             return out
