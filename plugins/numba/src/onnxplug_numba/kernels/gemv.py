@@ -12,7 +12,6 @@ rounding. ``bias`` is a vector over N (``has_bias``), added after the scaling, a
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 _FAST = {"reassoc", "contract"}
