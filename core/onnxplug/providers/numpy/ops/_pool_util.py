@@ -29,6 +29,7 @@ class PoolGeometry:
         self.kernel, self.strides, self.dilations = list(g.kernel), list(g.strides), list(g.dilations)
         self.begin, self.end, self.out, self.extra = list(g.begin), list(g.end), list(g.out), list(g.extra)
         self.in_sp = list(in_sp)
+        self._counts: dict[bool, np.ndarray] = {}
 
     def padded(self, x: np.ndarray, value) -> np.ndarray:
         """``x`` padded with ``value`` (head pads, tail pads plus the ceil-mode extra)."""
@@ -42,8 +43,13 @@ class PoolGeometry:
             yield idx, xp[(Ellipsis,) + sl]
 
     def counts(self, include_pad: bool) -> np.ndarray:
-        """Per output position, how many taps fall in the input (or its explicit pads)."""
-        return self.geometry.tap_counts(include_pad)
+        """Per output position, how many taps fall in the input (or its explicit pads); kept (read
+        only) per ``include_pad``, as the geometry is kept per input size (PoolKernel)."""
+        found = self._counts.get(include_pad)
+        if found is None:
+            found = self._counts[include_pad] = self.geometry.tap_counts(include_pad)
+            found.flags.writeable = False
+        return found
 
 
 def lowest(dtype: np.dtype):
@@ -171,5 +177,16 @@ def sum_pool(x: np.ndarray, g: PoolGeometry) -> np.ndarray:
 class PoolKernel(NumpyKernel):
     """Base of the windowed pools: builds the geometry from the node's attributes."""
 
+    _KEEP_SHAPES = 16
+
     def geometry(self, x: np.ndarray) -> PoolGeometry:
-        return PoolGeometry(self.attr, x.shape[2:])
+        """The geometry for x's spatial size, built once per size (the attribute reads and pad
+        arithmetic cost as much as a small pool); geometries are read, never changed."""
+        kept = self.__dict__.setdefault("_geometries", {})
+        key = x.shape[2:]
+        g = kept.get(key)
+        if g is None:
+            if len(kept) >= self._KEEP_SHAPES:
+                kept.clear()
+            g = kept[key] = PoolGeometry(self.attr, key)
+        return g
