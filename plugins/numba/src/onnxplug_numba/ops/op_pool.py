@@ -1,4 +1,5 @@
-"""MaxPool and AveragePool (1-D/2-D) and the global pools (any rank), float, compiled."""
+"""MaxPool and AveragePool (1-D/2-D) and the global pools (any rank), float, compiled; 8-bit MaxPool
+through float32 (exact: every window holds an input element)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from onnxplug_numba.provider import NumbaProvider
 SHARE_MIN_WORK = 32_000_000
 
 
+_EIGHT_BIT = frozenset({np.dtype(np.uint8), np.dtype(np.int8)})
+
 #: Planes of at most this many elements go to the flat kernels (kernels/pool.py): on larger ones
 #: the row kernels, which stay in the cache, were faster (max from 16x16, average from 32x32).
 FLAT_MAX_PLANE = {kpool.MAX: 64, kpool.AVERAGE: 256}
@@ -30,7 +33,7 @@ class _Pool(NumbaKernel):
         self._geometries: dict[tuple[int, ...], tuple] = {}
 
     @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+    def supports(cls, node: Node, view: GraphView, dtypes: frozenset = FLOAT_TYPES) -> bool | Decline:
         t = view.type_of(node.inputs[0])
         kernel = node.attr("kernel_shape")
         if t is None or t.shape is None:
@@ -47,7 +50,7 @@ class _Pool(NumbaKernel):
             return Decline("attribute", f"auto_pad {auto_pad!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
         if auto_pad != "NOTSET" and node.attr("ceil_mode", 0):
             return Decline("attribute", "ceil_mode with an auto_pad other than NOTSET")
-        return all_present_same(view, node, FLOAT_TYPES)
+        return all_present_same(view, node, dtypes)
 
     def geometry(self, shape: tuple[int, ...]) -> tuple:
         """For an input shape: the output shape, the input's and the output's (N*C, H, W) shapes
@@ -103,9 +106,26 @@ class MaxPool(_Pool):
     """MaxPool with its Indices output left unclaimed."""
 
     @classmethod
-    def supports(cls, node: Node, view: GraphView) -> bool:
-        return super().supports(node, view) and (int(node.attr("storage_order", 0)) == 0 or
-                                                 Decline("attribute", "storage_order 1 is not computed"))
+    def supports(cls, node: Node, view: GraphView) -> bool | Decline:
+        if int(node.attr("storage_order", 0)) != 0:
+            return Decline("attribute", "storage_order 1 is not computed")
+        if view.dtype_of(node.inputs[0]) in _EIGHT_BIT:
+            # exact through float32, as long as every window holds an input element (a window
+            # of padding alone would give -inf, which no 8-bit value is)
+            pads = [int(p) for p in (node.attr("pads") or [])]
+            kernel = [int(k) for k in node.attr("kernel_shape") or []]
+            auto_pad = decode(node.attr("auto_pad", "NOTSET"))
+            if auto_pad not in ("NOTSET", "VALID") or any(p >= k for p, k in zip(pads, kernel + kernel)):
+                return Decline("attribute", "8-bit MaxPool with a pad as wide as the window or an auto_pad")
+            if view.dtype_of(node.outputs[0]) not in (None, view.dtype_of(node.inputs[0])):
+                return Decline("dtype", "the output's element type differs from the input's")
+            return super().supports(node, view, _EIGHT_BIT)
+        return super().supports(node, view)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        if x.dtype in _EIGHT_BIT:
+            return super().compute(x.astype(np.float32)).astype(x.dtype)
+        return super().compute(x)
 
 
 @NumbaProvider.kernel("AveragePool")
