@@ -2,7 +2,7 @@
 place so their results agree: the additive attention mask of Attention and its quantized and
 multi-head forms (onnxruntime's attention_cpu_base.h: a masked key gets ``mask_filter_value``, a
 key after a query's causal position the float's lowest value), and the per-tensor scale and zero
-point reading and float32 dequantization of the QLinear ops. ``kernel`` arguments name the node in
+point reading and float32 dequantization of the QLinear ops and of QEmbedLayerNormalization's tables. ``kernel`` arguments name the node in
 errors (anything with a ``node`` that can ``describe()`` itself)."""
 
 from __future__ import annotations
@@ -66,3 +66,23 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None) 
     if zero_point is not None:
         centered -= np.float32(zero_point)
     return centered * np.float32(scale)
+
+
+#: QEmbedLayerNormalization's quantized inputs, in order.
+EMBED_TABLES = ("word_embedding", "position_embedding", "segment_embedding", "gamma", "beta")
+
+
+def dequantize_tables(kernel, quantized: list, scales: list, zero_points: list) -> list:
+    """QEmbedLayerNormalization's tables, gamma and beta in float32 (None where not given), each
+    ``(q - zero_point) * scale`` with its per-tensor scale and zero point."""
+    tables: list = []
+    for name, q, scale, zero_point in zip(EMBED_TABLES, quantized, scales, zero_points):
+        if q is None:
+            tables.append(None)
+            continue
+        if scale is None:
+            raise ValueError(f"{kernel.node.describe()}: {name} needs its scale")
+        tables.append(np.ascontiguousarray(dequantize(q, per_tensor(kernel, f"{name}_scale", scale),
+                                                      per_tensor(kernel, f"{name}_zero_point", zero_point)),
+                                           dtype=np.float32))
+    return tables

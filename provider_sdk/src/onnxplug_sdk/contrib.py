@@ -4,6 +4,6 @@ provider's contrib kernels agree with the numpy provider's and with onnxruntime.
 
 from __future__ import annotations
 
-from onnxplug.contrib_rules import dequantize, mask_bias, per_tensor
+from onnxplug.contrib_rules import EMBED_TABLES, dequantize, dequantize_tables, mask_bias, per_tensor
 
-__all__ = ["dequantize", "mask_bias", "per_tensor"]
+__all__ = ["EMBED_TABLES", "dequantize", "dequantize_tables", "mask_bias", "per_tensor"]

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
-from onnxplug_sdk.contrib import dequantize, per_tensor
+from onnxplug_sdk.contrib import dequantize_tables
 
 from onnxplug_numba.ops.op_fused import ContribEmbedLayerNormalization
 from onnxplug_numba.provider import NumbaProvider
 
-_TABLES = ("word_embedding", "position_embedding", "segment_embedding", "gamma", "beta")
 #: Input indices of the quantized tables, their scales and their zero points.
 _QUANTIZED, _SCALES, _ZERO_POINTS = range(2, 7), range(8, 13), range(13, 18)
 _EIGHT_BIT = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -43,17 +42,7 @@ class QEmbedLayerNormalization(ContribEmbedLayerNormalization):
             self._tables = self._dequantize(values[2:7], values[8:13], values[13:18])
 
     def _dequantize(self, quantized: list, scales: list, zero_points: list) -> list:  # type: ignore[type-arg]
-        tables = []
-        for name, q, scale, zero_point in zip(_TABLES, quantized, scales, zero_points):
-            if q is None:
-                tables.append(None)
-                continue
-            if scale is None:
-                raise ValueError(f"{self.node.describe()}: {name} needs its scale")
-            tables.append(np.ascontiguousarray(dequantize(q, per_tensor(self, f"{name}_scale", scale),
-                                                          per_tensor(self, f"{name}_zero_point", zero_point)),
-                                               dtype=np.float32))
-        return tables
+        return dequantize_tables(self, quantized, scales, zero_points)
 
     def compute(self, input_ids, segment_ids, *rest):  # type: ignore[no-untyped-def, override]
         rest = list(rest) + [None] * (16 - len(rest))
