@@ -25,6 +25,26 @@ def f32(*shape: int) -> np.ndarray:
     return np.asarray(RNG.standard_normal(shape), dtype=np.float32)
 
 
+DEFAULT_MIN_MACS = row_products.MIN_MACS
+
+
+@pytest.fixture(autouse=True)
+def small_cases_take_row_products(monkeypatch):
+    """The cases here are small: they take the row products whatever their work (MIN_MACS 0)."""
+    monkeypatch.setattr(row_products, "MIN_MACS", 0)
+
+
+@pytest.mark.parametrize("xs, kind", [((1, 16, 16, 16), "im2col"), ((1, 32, 8, 8), "im2col"),
+                                      ((2, 16, 32, 32), "row products"), ((1, 32, 32, 32), "row products")])
+def test_little_work_keeps_the_padded_rows_im2col(monkeypatch, scratch_kinds, xs, kind):
+    """Under MIN_MACS multiply-adds the kh BLAS calls cost more than the copy they save."""
+    monkeypatch.setattr(row_products, "MIN_MACS", DEFAULT_MIN_MACS)
+    c = xs[1]
+    assert_matches_oracle("Conv", {"x": f32(*xs), "w": f32(c, c, 3, 3), "b": f32(c)}, rtol=1e-4, atol=1e-4,
+                          opset=17, pads=[1, 1, 1, 1])
+    assert scratch_kinds == [kind]
+
+
 @pytest.fixture
 def scratch_kinds(calls_of) -> list[str]:
     """The kind of scratch ("row products" or "im2col") of every padded-rows call."""

@@ -23,13 +23,17 @@ from onnxplug.providers.numpy.runtime.tuning import DEFAULT_TUNING, NumpyTuning
 
 #: Fewest input channels: below, the im2col copy costs less than the extra passes over the product.
 MIN_CHANNELS = 16
+#: Fewest multiply-adds (at the input's size): below, the kh calls into the threaded BLAS cost more
+#: than the im2col copy they save.
+MIN_MACS = 2_000_000
 
 
 def row_products_fit(x: np.ndarray, w: np.ndarray, group: int, tuning: NumpyTuning = DEFAULT_TUNING) -> bool:
     """Whether a convolution the padded-rows path takes (see ``padded_rows.padded_rows_fit``) goes
     to ``row_products``: switched on (``tuning.row_products``; off, the padded-rows im2col), one
-    group, enough channels, the threaded BLAS loaded."""
-    return tuning.row_products and group == 1 and x.shape[1] >= MIN_CHANNELS and threaded_blas() is not None
+    group, enough channels and work, the threaded BLAS loaded."""
+    return (tuning.row_products and group == 1 and x.shape[1] >= MIN_CHANNELS
+            and x.size * w.shape[0] * w[0, 0].size >= MIN_MACS and threaded_blas() is not None)
 
 
 def row_products_weights(w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
