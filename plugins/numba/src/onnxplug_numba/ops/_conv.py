@@ -24,7 +24,7 @@ from onnxplug_sdk import KernelContext, Node, output_size, resolve_pads
 from onnxplug_numba.kernels import conv as kconv
 from onnxplug_numba.kernels import depthwise as kdepthwise
 from onnxplug_numba import compile_helper
-from onnxplug_numba.kernels import native_channels, native_parallel
+from onnxplug_numba.kernels import gemv, native_channels, native_parallel
 from onnxplug_numba.ops._conv_pitched import pitched_conv
 from onnxplug_numba.threads import ThreadControl
 
@@ -54,6 +54,12 @@ _CHANNEL_SPLIT_MAX_PIXELS = 200
 
 #: (a dtype compared with a dtype: comparing with the type np.float32 converts it on every call)
 _FLOAT32 = np.dtype(np.float32)
+_ONE32 = np.float32(1)
+
+#: Float32 1x1 convs of at most this many pixels (over the batch) and weights of at least this many
+#: elements run as few-row products (kernels/gemv.py): small feature maps of late CNN stages.
+FEW_PIXELS = 16
+FEW_PIXELS_MIN_WEIGHT = 4096
 
 #: Stride-1 float32 convs of one group accumulate one product per kernel tap straight from the
 #: padded input (native_parallel.tap_conv) instead of building the im2col matrix (pitched_conv).
@@ -165,6 +171,27 @@ def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
     return tuple(begin), tuple(end), (sh, sw), (dh, dw), (oh, ow)
 
 
+def _reaching_taps(kernel: Sequence[int], size: Sequence[int], begin: Sequence[int], end: Sequence[int],
+                   strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
+                   ) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Per spatial axis, the range of kernel taps that meet the input at some output position, when
+    that drops taps and leaves no negative pad; else None. A dropped tap only ever multiplies
+    padding (small feature maps, such as 3x3 kernels on 1x1 inputs), so the conv is the same."""
+    found = []
+    for k, n, b, e, s, d, o in zip(kernel, size, begin, end, strides, dilations, out):
+        # tap t meets the input at some output position y < o iff 0 <= y*s - b + t*d < n
+        reach = [t for t in range(k) if max(0, -((t * d - b) // s)) <= min(o - 1, (n - 1 + b - t * d) // s)]
+        if not reach:
+            return None
+        t0, t1 = reach[0], reach[-1] + 1
+        if b - t0 * d < 0 or e - (k - t1) * d < 0:
+            t0, t1 = 0, k
+        found.append((t0, t1))
+    if all(t == (0, k) for t, k in zip(found, kernel)):
+        return None
+    return found[0], found[1]
+
+
 ConvCall = Callable[[np.ndarray, "np.ndarray | None"], np.ndarray]
 
 
@@ -237,6 +264,13 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     begin, end, (sh, sw), (dh, dw), (oh, ow) = _geometry(spec, tuple(x_shape), w.shape)
     n, c = x_shape[0], x_shape[1]
     h, wd = (1, x_shape[2]) if one_d else (x_shape[2], x_shape[3])
+    reach = _reaching_taps(w4.shape[2:], (h, wd), begin, end, (sh, sw), (dh, dw), (oh, ow))
+    if reach is not None:  # kernel rows or columns that only ever meet padding are dropped
+        (i0, i1), (j0, j1) = reach
+        full_h, full_w = w4.shape[2:]
+        w4 = np.ascontiguousarray(w4[:, :, i0:i1, j0:j1])
+        begin = (begin[0] - i0 * dh, begin[1] - j0 * dw)
+        end = (end[0] - (full_h - i1) * dh, end[1] - (full_w - j1) * dw)
     m, cg, kh, kw = w4.shape
     group = spec.group
     dtype = np.dtype(dtype)
@@ -282,6 +316,24 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     mg = m // group
     wmat = _read_only(w4).reshape(group, mg, cg * kh * kw)
     pointwise = kh == kw == 1 and sh == sw == 1 and not any(begin) and not any(end)
+    pixels = n * oh * ow
+    if not native and pointwise and group == 1 and dtype == _FLOAT32 and pixels <= FEW_PIXELS \
+            and m * c >= FEW_PIXELS_MIN_WEIGHT:
+        # a few pixels against many weights: the few-row product reads each weight row once for
+        # all of them, where BLAS packs the whole weight matrix for a handful of columns
+        plane = oh * ow
+
+        def few_pixels_call(x: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+            x4, res, y = inputs(x, residual)
+            rows = np.ascontiguousarray(x4.reshape(n, c, plane).transpose(0, 2, 1)).reshape(pixels, c)
+            product = np.empty((pixels, m), dtype=dtype)
+            gemv.product_band(rows, wmat[0], _ONE32, b, False, product, 0, m)
+            y3 = y.reshape(n, m, plane)
+            y3[...] = product.reshape(n, plane, m).transpose(0, 2, 1)
+            kconv.epilogue(y3, b, res.reshape(n, m, plane) if res is not None else y3, res is not None,
+                           code, alpha, beta)
+            return y.reshape(out_shape)
+        return few_pixels_call
     if native and pointwise and group == 1:
         p = oh * ow
         compile_helper.ready(native_parallel.pointwise_conv)
