@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from numba_test_helpers import assert_close, run_numba, run_onnxruntime
 
 from onnxplug_numba.kernels import gemv
-from onnxplug_numba.ops import _conv
+from onnxplug_numba.ops import _conv, _conv_weights
 
 CASES = [
     # input, weight, attributes, whether taps are dropped
@@ -66,7 +66,7 @@ def test_taps_dropped_only_where_they_meet_padding_alone(case: tuple) -> None:
     begin, end, strides, dilations, out = _conv._geometry(spec, xs, ws)
     size = (1, xs[2]) if len(xs) == 3 else xs[2:]
     kernel = (1, ws[2]) if len(ws) == 3 else ws[2:]
-    reach = _conv._reaching_taps(kernel, size, begin, end, strides, dilations, out)
+    reach = _conv_weights.reaching_taps(kernel, size, begin, end, strides, dilations, out)
     assert (reach is not None) == dropped
     if reach is not None:  # every dropped tap of every output position reads padding only
         for axis, (t0, t1) in enumerate(reach):

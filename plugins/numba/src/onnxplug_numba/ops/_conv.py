@@ -13,7 +13,6 @@ as read-only views, so each kernel has one signature (the one compile_helper.py 
 from __future__ import annotations
 
 import functools
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -26,6 +25,7 @@ from onnxplug_numba.kernels import depthwise as kdepthwise
 from onnxplug_numba import compile_helper
 from onnxplug_numba.kernels import gemv, native_channels, native_parallel
 from onnxplug_numba.ops._conv_pitched import pitched_conv
+from onnxplug_numba.ops._conv_weights import reaching_taps, read_only, tap_weights
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -64,36 +64,6 @@ FEW_PIXELS_MIN_WEIGHT = 4096
 #: Stride-1 float32 convs of one group accumulate one product per kernel tap straight from the
 #: padded input (native_parallel.tap_conv) instead of building the im2col matrix (pitched_conv).
 TAP_PRODUCTS = True
-#: Weights in the tap layout (kh*kw, M, C) by the weight array's id, with a weak reference to check
-#: the id still names that array: built once per weight, not on every call. Cleared when full, so
-#: dead weights' copies do not pile up.
-_TAP_WEIGHTS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
-_TAP_WEIGHTS_MAX = 256
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view: weights reach the kernels typed the same whether the model's arrays are
-    writeable or not, so each kernel compiles once (and matches compile_helper's signatures)."""
-    if not a.flags.writeable:
-        return a
-    view = a.view()
-    view.flags.writeable = False
-    return view
-
-
-def _tap_weights(w4: np.ndarray, constant: bool) -> np.ndarray:
-    """``w4`` (M, C, kh, kw) as (kh*kw, M, C), C-contiguous float32; kept when ``constant``."""
-    entry = _TAP_WEIGHTS.get(id(w4)) if constant else None
-    if entry is not None and entry[0]() is w4:
-        return entry[1]
-    m, c, kh, kw = w4.shape
-    taps = np.ascontiguousarray(w4.transpose(2, 3, 0, 1).reshape(kh * kw, m, c))
-    if not constant:
-        return taps
-    if len(_TAP_WEIGHTS) >= _TAP_WEIGHTS_MAX:
-        _TAP_WEIGHTS.clear()
-    _TAP_WEIGHTS[id(w4)] = (weakref.ref(w4), taps)
-    return taps
 
 
 def decode(value: Any) -> Any:
@@ -171,27 +141,6 @@ def _geometry(spec: ConvSpec, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
     return tuple(begin), tuple(end), (sh, sw), (dh, dw), (oh, ow)
 
 
-def _reaching_taps(kernel: Sequence[int], size: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                   strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
-                   ) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """Per spatial axis, the range of kernel taps that meet the input at some output position, when
-    that drops taps and leaves no negative pad; else None. A dropped tap only ever multiplies
-    padding (small feature maps, such as 3x3 kernels on 1x1 inputs), so the conv is the same."""
-    found = []
-    for k, n, b, e, s, d, o in zip(kernel, size, begin, end, strides, dilations, out):
-        # tap t meets the input at some output position y < o iff 0 <= y*s - b + t*d < n
-        reach = [t for t in range(k) if max(0, -((t * d - b) // s)) <= min(o - 1, (n - 1 + b - t * d) // s)]
-        if not reach:
-            return None
-        t0, t1 = reach[0], reach[-1] + 1
-        if b - t0 * d < 0 or e - (k - t1) * d < 0:
-            t0, t1 = 0, k
-        found.append((t0, t1))
-    if all(t == (0, k) for t, k in zip(found, kernel)):
-        return None
-    return found[0], found[1]
-
-
 ConvCall = Callable[[np.ndarray, "np.ndarray | None"], np.ndarray]
 
 
@@ -264,7 +213,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     begin, end, (sh, sw), (dh, dw), (oh, ow) = _geometry(spec, tuple(x_shape), w.shape)
     n, c = x_shape[0], x_shape[1]
     h, wd = (1, x_shape[2]) if one_d else (x_shape[2], x_shape[3])
-    reach = _reaching_taps(w4.shape[2:], (h, wd), begin, end, (sh, sw), (dh, dw), (oh, ow))
+    reach = reaching_taps(w4.shape[2:], (h, wd), begin, end, (sh, sw), (dh, dw), (oh, ow))
     if reach is not None:  # kernel rows or columns that only ever meet padding are dropped
         (i0, i1), (j0, j1) = reach
         full_h, full_w = w4.shape[2:]
@@ -274,7 +223,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     m, cg, kh, kw = w4.shape
     group = spec.group
     dtype = np.dtype(dtype)
-    b = _read_only(np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype))
+    b = read_only(np.zeros(m, dtype=dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype))
     y_shape = (n, m, oh, ow)
     out_shape = (n, m, ow) if one_d else y_shape
     code, alpha, beta = act
@@ -296,7 +245,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
     if depthwise:
         grain = n * m if macs < _SHARE_MIN_DEPTHWISE_MACS else 1
 
-        w4 = _read_only(w4)
+        w4 = read_only(w4)
         if native:
             compile_helper.ready(native_parallel.depthwise_conv)
 
@@ -314,7 +263,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
             return y.reshape(out_shape)
         return depthwise_call
     mg = m // group
-    wmat = _read_only(w4).reshape(group, mg, cg * kh * kw)
+    wmat = read_only(w4).reshape(group, mg, cg * kh * kw)
     pointwise = kh == kw == 1 and sh == sw == 1 and not any(begin) and not any(end)
     pixels = n * oh * ow
     if not native and pointwise and group == 1 and dtype == _FLOAT32 and pixels <= FEW_PIXELS \
@@ -364,7 +313,7 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
         pool = max(1, min(threads.count, numba.config.NUMBA_NUM_THREADS))  # use_threads' count
         split = native and group == 1 and n < pool and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * pool and m >= 16 * pool
         taps = pitched and group == 1 and TAP_PRODUCTS and not split
-        weights = _read_only(_tap_weights(w4, constant_weight)) if taps else wmat
+        weights = read_only(tap_weights(w4, constant_weight)) if taps else wmat
         if split:
             kernel, steps = native_channels.channel_split_conv, (kh, kw, sh, sw, dh, dw)
         elif taps:
