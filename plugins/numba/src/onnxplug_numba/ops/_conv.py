@@ -183,7 +183,7 @@ def likely_kernels(w_shape: Sequence[int], spec: ConvSpec) -> tuple[list[str], l
     unit = all(s == 1 for s in spec.strides)
     if unit and unpadded and all(k == 1 for k in kernel):
         return ["pointwise_conv"], ["pointwise_channel_split"] if m >= 48 else []
-    split = ["channel_split_conv"] if m >= 32 else []
+    split = ["channel_split_conv"] if m >= 128 else []
     if unit:
         return ["tap_conv"], ["im2col_conv"] + split
     return ["im2col_conv"], split
@@ -311,7 +311,8 @@ def conv_call(x_shape: tuple[int, ...], dtype: np.dtype, w: np.ndarray, bias: np
         # per-band buffers and calls of the Python path; larger ones share it in a prange region
         # (so no pool thread competes with its spinning workers)
         pool = max(1, min(threads.count, numba.config.NUMBA_NUM_THREADS))  # use_threads' count
-        split = native and group == 1 and n < pool and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * pool and m >= 16 * pool
+        # (64+ output channels per thread: narrower slices make BLAS's products too thin to pay)
+        split = native and group == 1 and n < pool and oh * ow <= _CHANNEL_SPLIT_MAX_PIXELS * pool and m >= 64 * pool
         taps = pitched and group == 1 and TAP_PRODUCTS and not split
         weights = read_only(tap_weights(w4, constant_weight)) if taps else wmat
         if split:
