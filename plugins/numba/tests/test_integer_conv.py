@@ -281,11 +281,16 @@ def test_vnni_products_by_packing_width(columns, rows, k, n) -> None:
     """Each packing width's product is the exact int32 product of uint8 rows and int8 weights."""
     from numba import njit
 
-    product = {16: vnni.product_16, 32: vnni.product_32, 64: vnni.product}[columns]
+    if columns == 64:
+        @njit
+        def run(q, packed, acc):  # type: ignore[no-untyped-def]
+            vnni.product(q, packed, acc)
+    else:
+        vectors = columns // 16
 
-    @njit
-    def run(q, packed, acc):  # type: ignore[no-untyped-def]
-        product(q, packed, acc)
+        @njit
+        def run(q, packed, acc):  # type: ignore[no-untyped-def]
+            vnni.product_narrow(q, packed, acc, vectors)
 
     rng = np.random.default_rng(15)
     a = rng.integers(0, 256, (rows, k)).astype(np.uint8)

@@ -165,10 +165,8 @@ def conv_vnni(x4, xp, pad, flip, zq, packed, colsum, zs, bias, geo, requant, mul
                 src = q[:rows]
             if sums:
                 _row_sums(src, rows, k, rowsum)
-            if width == vnni.LANES:
-                vnni.product_16(src, packed[g], acc[:rows])
-            elif width == 2 * vnni.LANES:
-                vnni.product_32(src, packed[g], acc[:rows])
+            if width < vnni.GROUP * vnni.LANES:  # 16 or 32 columns
+                vnni.product_narrow(src, packed[g], acc[:rows], width // vnni.LANES)
             else:
                 vnni.product(src, packed[g], acc[:rows])
             zsg = zs[g * mg:(g + 1) * mg]

@@ -121,7 +121,7 @@ def product(q, packed, acc):  # type: ignore[no-untyped-def]
 
 def pack(signed: np.ndarray, columns: int = COLUMNS) -> tuple[np.ndarray, np.ndarray]:
     """int8 (K, N) packed as :func:`product` takes it (or, with ``columns`` 16 or 32, as
-    :func:`product_16` or :func:`product_32`), and its column sums (int32, N padded)."""
+    :func:`product_narrow`), and its column sums (int32, N padded)."""
     k, n = signed.shape
     k4, groups = -(-k // 4), -(-n // columns)
     padded = np.zeros((k4 * 4, groups * columns), np.int8)
@@ -135,30 +135,23 @@ _dot_one_32, _dot_rows_32 = _dot_groups(1, 2), _dot_groups(ROWS, 2)
 
 
 @njit(inline="always", cache=True)
-def product_16(q, packed, acc):  # type: ignore[no-untyped-def]
-    """:func:`product` on weights packed in groups of 16 columns: (N/16, K/4, 16, 4)."""
+def product_narrow(q, packed, acc, vectors):  # type: ignore[no-untyped-def]
+    """:func:`product` on weights packed in groups of ``vectors`` (1 or 2) x 16 columns:
+    (N/(16*vectors), K/4, 16*vectors, 4)."""
     groups, k4 = packed.shape[0], packed.shape[1]
     flat = packed.reshape(-1)
     rows = q.shape[0]
     full = rows - rows % ROWS
     for g in range(groups):
-        offset = g * k4 * 4 * LANES
+        offset = g * k4 * 4 * LANES * vectors
+        col = g * vectors * LANES
         for r in range(0, full, ROWS):
-            _dot_rows_16(acc, r, g * LANES, q, r, flat, offset, k4)
+            if vectors == 1:
+                _dot_rows_16(acc, r, col, q, r, flat, offset, k4)
+            else:
+                _dot_rows_32(acc, r, col, q, r, flat, offset, k4)
         for r in range(full, rows):
-            _dot_one_16(acc, r, g * LANES, q, r, flat, offset, k4)
-
-
-@njit(inline="always", cache=True)
-def product_32(q, packed, acc):  # type: ignore[no-untyped-def]
-    """:func:`product` on weights packed in groups of 32 columns: (N/32, K/4, 32, 4)."""
-    groups, k4 = packed.shape[0], packed.shape[1]
-    flat = packed.reshape(-1)
-    rows = q.shape[0]
-    full = rows - rows % ROWS
-    for g in range(groups):
-        offset = g * k4 * 8 * LANES
-        for r in range(0, full, ROWS):
-            _dot_rows_32(acc, r, g * 2 * LANES, q, r, flat, offset, k4)
-        for r in range(full, rows):
-            _dot_one_32(acc, r, g * 2 * LANES, q, r, flat, offset, k4)
+            if vectors == 1:
+                _dot_one_16(acc, r, col, q, r, flat, offset, k4)
+            else:
+                _dot_one_32(acc, r, col, q, r, flat, offset, k4)
