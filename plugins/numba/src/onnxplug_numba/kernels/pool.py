@@ -120,6 +120,19 @@ def max_pool2d(x, kh, kw, sh, sw, dh, dw, ph, pw, y):  # type: ignore[no-untyped
                 _max_taps(line, out, ow, kw, sw, dw)
 
 
+@njit(inline="always", cache=True)
+def _taps_counted(out, k, s, d, p, size, end, count_include_pad):  # type: ignore[no-untyped-def]
+    """Per output position along one axis, the window's taps an average divides by: those inside
+    the input, or with ``count_include_pad`` those before ``end`` (input size + end padding)."""
+    counted = np.zeros(out, dtype=np.float64)
+    for t in range(k):
+        for o in range(out):
+            at = o * s - p + t * d
+            if (at < end) if count_include_pad else (0 <= at < size):
+                counted[o] += 1.0
+    return counted
+
+
 @njit(nogil=True, error_model="numpy", cache=True)
 def average_pool2d(x, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, end_h, end_w, y):  # type: ignore[no-untyped-def]
     """``y[t]`` = mean over each window of ``x[t]``; ``end_*`` = input size + end padding.
@@ -129,12 +142,7 @@ def average_pool2d(x, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, end_h, 
     separable, so either count is rows x columns."""
     planes, height, width = x.shape
     oh, ow = y.shape[1], y.shape[2]
-    cols = np.zeros(ow, dtype=np.float64)  # per output column: the taps counted
-    for j in range(kw):
-        for xo in range(ow):
-            ix = xo * sw - pw + j * dw
-            if (ix < end_w) if count_include_pad else (0 <= ix < width):
-                cols[xo] += 1.0
+    cols = _taps_counted(ow, kw, sw, dw, pw, width, end_w, count_include_pad)  # per output column
     line = np.zeros(_line_length(width, ow, kw, sw, dw, pw), dtype=np.float64)
     mid = line[pw:pw + width]
     acc = np.empty(ow, dtype=np.float64)
@@ -294,18 +302,8 @@ def average_pool2d_flat(x, count_include_pad, kh, kw, sh, sw, dh, dw, ph, pw, en
     f = np.zeros(planes * hp * wp, dtype=np.float64)
     _pad_planes(x, ph, pw, hp, wp, f)
     _flat_windows(f, AVERAGE, kh, kw, dh, dw, wp)
-    rows = np.zeros(oh, dtype=np.float64)
-    for i in range(kh):
-        for yo in range(oh):
-            iy = yo * sh - ph + i * dh
-            if (iy < end_h) if count_include_pad else (0 <= iy < height):
-                rows[yo] += 1.0
-    cols = np.zeros(ow, dtype=np.float64)
-    for j in range(kw):
-        for xo in range(ow):
-            ix = xo * sw - pw + j * dw
-            if (ix < end_w) if count_include_pad else (0 <= ix < width):
-                cols[xo] += 1.0
+    rows = _taps_counted(oh, kh, sh, dh, ph, height, end_h, count_include_pad)
+    cols = _taps_counted(ow, kw, sw, dw, pw, width, end_w, count_include_pad)
     count = np.empty((oh, ow), dtype=np.float64)
     for yo in range(oh):
         for xo in range(ow):
