@@ -39,6 +39,7 @@ def _outer_constants(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
     constant initializers (not also its inputs, which a feed may override): a body's kernels may
     treat them as constants as the enclosing graph's kernels do."""
     found: dict[str, Any] = {}
+    defined: dict[int, set[str]] = {}  # each enclosing graph's names, gathered once
     for name in names:
         g = graph.parent
         while g is not None:
@@ -46,7 +47,10 @@ def _outer_constants(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
                 if all(vi.name != name for vi in g.inputs):
                     found[name] = g.initializers[name]
                 break
-            if name in g.defined_names():
+            names_of_g = defined.get(id(g))
+            if names_of_g is None:
+                names_of_g = defined[id(g)] = g.defined_names()
+            if name in names_of_g:
                 break
             g = g.parent
     return found
