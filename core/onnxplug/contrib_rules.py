@@ -2,8 +2,9 @@
 place so their results agree: the additive attention mask of Attention and its quantized and
 multi-head forms (onnxruntime's attention_cpu_base.h: a masked key gets ``mask_filter_value``, a
 key after a query's causal position the float's lowest value), and the per-tensor scale and zero
-point reading and float32 dequantization of the QLinear ops and of QEmbedLayerNormalization's tables. ``kernel`` arguments name the node in
-errors (anything with a ``node`` that can ``describe()`` itself)."""
+point reading and float32 dequantization of the QLinear ops and of QEmbedLayerNormalization's tables;
+and the broadcasting form of the optimizer's com.onnxplug MultiHeadAttention. ``kernel`` arguments
+name the node in errors (anything with a ``node`` that can ``describe()`` itself)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,37 @@ def dequantize_tables(kernel, quantized: list, scales: list, zero_points: list) 
                                                       per_tensor(kernel, f"{name}_zero_point", zero_point)),
                                            dtype=np.float32))
     return tables
+
+
+def attention_broadcasts(query, key, value, bias, heads: int) -> bool:
+    """Whether com.onnxplug MultiHeadAttention's operands leave its plain form: query [B, S, *],
+    key and value [B, L, *], a bias broadcasting onto the [B, H, S, L] scores without enlarging
+    them. The optimizer fuses attention whose shapes it cannot prove (exports with unknown dims), so
+    kernels compute the other forms by :func:`attention_broadcast`, as the unfused nodes would."""
+    batch, length = query.shape[0], key.shape[1]
+    if key.shape[0] != batch or value.shape[0] != batch or value.shape[1] != length:
+        return True
+    if bias is None:
+        return False
+    shape = bias.shape
+    if len(shape) > 4:
+        return True
+    for d, t in zip(shape, (batch, heads, query.shape[1], length)[4 - len(shape):]):
+        if d != 1 and d != t:
+            return True
+    return False
+
+
+def attention_broadcast(xp, query, key, value, bias, heads: int, scale: float):
+    """MultiHeadAttention as its unfused nodes compute it, with their broadcasting (batch of the
+    products, bias onto the scores), in array module ``xp`` (numpy, cupy): [B', S', H*Dv]."""
+    q = query.reshape(query.shape[0], query.shape[1], heads, -1).transpose(0, 2, 1, 3)
+    k = key.reshape(key.shape[0], key.shape[1], heads, -1).transpose(0, 2, 3, 1)
+    v = value.reshape(value.shape[0], value.shape[1], heads, -1).transpose(0, 2, 1, 3)
+    scores = xp.matmul(q, k) * query.dtype.type(scale)
+    if bias is not None:
+        scores = scores + bias
+    scores = xp.exp(scores - scores.max(axis=-1, keepdims=True))
+    scores /= scores.sum(axis=-1, keepdims=True)
+    out = xp.matmul(scores, v).transpose(0, 2, 1, 3)
+    return xp.ascontiguousarray(out).reshape(out.shape[0], out.shape[1], -1)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from onnx import numpy_helper
 
 from onnxplug.optimizer.passes.attention_fusion import AttentionFusion
 from onnxplug.optimizer.passes.bias_gelu_fusion import BiasGeluFusion
@@ -14,7 +15,7 @@ from onnxplug.optimizer.passes.layer_norm_fusion import LayerNormFusion
 from onnxplug.optimizer.passes.skip_layer_norm_fusion import SkipLayerNormFusion
 from onnxplug.providers.numpy import NumpyProvider
 from tests.optimizer.providers import PickyProvider
-from tests.optimizer.util import F, assert_equivalent, model, node, op_types, rand, run_passes
+from tests.optimizer.util import F, assert_equivalent, model, node, op_types, ort_run, rand, run_passes
 
 S2 = {"sqrt2": np.array(math.sqrt(2), np.float32), "one": np.array(1.0, np.float32),
       "half": np.array(0.5, np.float32)}
@@ -138,9 +139,10 @@ def test_broadcasting_residual_add_is_not_a_skip_layer_norm():
     assert op_types(m) == {"Add": 1, "LayerNormalization": 1}
 
 
-def _attention(mask_shape=("b", 1, 1, "s"), k_perm=(0, 2, 3, 1), heads=2, head=4) -> tuple:
+def _attention(mask_shape=("b", 1, 1, "s"), k_perm=(0, 2, 3, 1), heads=2, head=4, split_heads=None,
+               kv_batch="b") -> tuple:
     d = heads * head
-    split = np.array([0, 0, heads, head], np.int64)
+    split = np.array(split_heads or [0, 0, heads, head], np.int64)
     nodes = [node("Reshape", ["q", "split"], ["q4"]), node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
              node("Reshape", ["k", "split"], ["k4"]), node("Transpose", ["k4"], ["kt"], perm=list(k_perm)),
              node("Reshape", ["v", "split"], ["v4"]), node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
@@ -149,8 +151,8 @@ def _attention(mask_shape=("b", 1, 1, "s"), k_perm=(0, 2, 3, 1), heads=2, head=4
              node("MatMul", ["probs", "vt"], ["ctx"]), node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
              node("Reshape", ["ctx_t", "merge"], ["y"])]
     inits = {"split": split, "merge": np.array([0, 0, d], np.int64), "scale": np.array(math.sqrt(head), np.float32)}
-    qkv = [(n, F, ["b", "s", d]) for n in "qkv"]
-    return model(nodes, [*qkv, ("mask", F, list(mask_shape))], [("y", F, ["b", "s", d])], inits), d
+    qkv = [("q", F, ["b", "s", d])] + [(n, F, [kv_batch, "s", d]) for n in "kv"]
+    return model(nodes, [*qkv, ("mask", F, list(mask_shape))], [("y", F, [None, None, d])], inits), d
 
 
 def test_multi_head_attention_fusion():
@@ -162,6 +164,47 @@ def test_multi_head_attention_fusion():
     mask = np.where(np.arange(6)[None, None, None, :] < 4, 0.0, -1e4).astype(np.float32).repeat(2, 0)
     feeds = {"q": rand(2, 6, d), "k": rand(2, 6, d, seed=1), "v": rand(2, 6, d, seed=2), "mask": mask}
     assert_equivalent(proto, m, feeds)
+
+
+def test_attention_with_heads_from_the_width_and_a_computed_merge():
+    """Exports split heads by [0, 0, -1, Dh] and merge them by a target computed from shapes: the
+    merging Reshape then stays, reading the fused output."""
+    proto, d = _attention(split_heads=[0, 0, -1, 4])
+    graph = proto.graph
+    merge = next(n for n in graph.node if n.output[0] == "y")
+    merge.input[1] = "merge_computed"
+    target = [node("Shape", ["q"], ["q_shape"]), node("Slice", ["q_shape", "zero", "two"], ["lead"]),
+              node("Concat", ["lead", "width"], ["merge_computed"], axis=0)]
+    nodes = target + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend([numpy_helper.from_array(np.array(v, np.int64), k)
+                              for k, v in {"zero": [0], "two": [2], "width": [d]}.items()])
+    m, _ = run_passes(proto, AttentionFusion)
+    types = op_types(m)
+    assert types["com.onnxplug:MultiHeadAttention"] == 1 and types["Reshape"] == 1 and "Softmax" not in types
+    assert next(n for n in m.graph.nodes if n.op_type == "MultiHeadAttention").attr("num_heads") == 2
+    feeds = {"q": rand(2, 6, d), "k": rand(2, 6, d, seed=1), "v": rand(2, 6, d, seed=2), "mask": rand(2, 1, 1, 6)}
+    assert_equivalent(proto, m, feeds)
+
+
+@pytest.mark.parametrize("case", ["mask_widens_batch", "keys_broadcast_over_batch"])
+def test_attention_over_unknown_dims_broadcasts_as_the_unfused_nodes(case):
+    """Batch dims the optimizer cannot compare (different symbols) are fused; operands that then
+    broadcast give the unfused graph's result (larger than the queries' batch where the mask is)."""
+    if case == "mask_widens_batch":
+        proto, d = _attention(mask_shape=("m", 1, "s", "s"))
+        feeds = {"q": rand(1, 6, 8), "k": rand(1, 6, 8, seed=1), "v": rand(1, 6, 8, seed=2),
+                 "mask": rand(3, 1, 6, 6, seed=3)}
+    else:
+        proto, d = _attention(kv_batch="c")
+        feeds = {"q": rand(2, 6, 8), "k": rand(1, 6, 8, seed=1), "v": rand(1, 6, 8, seed=2),
+                 "mask": rand(2, 1, 1, 6, seed=3)}
+    m, _ = run_passes(proto, AttentionFusion)
+    assert op_types(m) == {"com.onnxplug:MultiHeadAttention": 1}
+    assert_equivalent(proto, m, feeds)
+    if case == "mask_widens_batch":
+        assert ort_run(proto, feeds)[0].shape == (3, 6, 8)
 
 
 @pytest.mark.parametrize("case", ["mask_widens_scores", "k_not_transposed"])

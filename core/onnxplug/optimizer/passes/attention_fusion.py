@@ -6,7 +6,10 @@
 
 becomes com.onnxplug MultiHeadAttention(Q, K, V, mask) with ``num_heads`` and ``scale``. The
 Q/K/V projections (MatMul + Add) stay ordinary nodes. Scale and mask are optional; the mask is
-any additive tensor that broadcasts onto the [B, H, S, L] scores without enlarging them.
+any additive tensor of rank 4 or less. The head splits' targets may be constants with 0 and -1
+([0, 0, -1, Dh]) or computed, when shape inference gives their output's head count and size; a
+merging Reshape with a computed target stays, reading the fused output. Exports leave batch and
+sequence dims unknown, so operands that broadcast are the kernels' to handle (``attention_broadcast``).
 """
 
 from __future__ import annotations
@@ -45,23 +48,46 @@ def _split_heads(index: GraphIndex, name: str, perm: list[int], reader: Node) ->
         return None
     source, target = reshape.inputs[0], index.constant(reshape.inputs[1])
     shape = index.shape_of(source)
-    if target is None or shape is None or len(shape) != 3 or target.size != 4:
+    if shape is None or len(shape) != 3:
         return None
-    heads, head_size = int(target.reshape(-1)[2]), int(target.reshape(-1)[3])
-    dims = reshape_dims(shape, target, int(reshape.attr("allowzero", 0)))
-    expected = [shape[0], shape[1], heads, head_size]
-    if heads <= 0 or head_size <= 0 or not same_shape(dims, expected):
+    if target is not None:
+        dims = reshape_dims(shape, target, int(reshape.attr("allowzero", 0))) if target.size == 4 else None
+    else:  # a computed target: what shape inference made of the split
+        inferred = index.shape_of(reshape.outputs[0])
+        dims = list(inferred) if inferred is not None and len(inferred) == 4 else None
+    width = shape[2]
+    if dims is None or not isinstance(width, int):
         return None
-    if not isinstance(shape[2], int) or shape[2] != heads * head_size:
+    heads, head_size = dims[2], dims[3]
+    # exporters write the head count or the head size as -1 ([0, 0, -1, Dh]): the width decides it
+    if heads is None and isinstance(head_size, int) and head_size > 0 and width % head_size == 0:
+        heads = width // head_size
+    if head_size is None and isinstance(heads, int) and heads > 0 and width % heads == 0:
+        head_size = width // heads
+    if not isinstance(heads, int) or not isinstance(head_size, int) or heads <= 0 or head_size <= 0:
+        return None
+    if not same_shape(dims[:2], shape[:2]) or width != heads * head_size:
         return None
     return _Heads(source, heads, head_size, [transpose, reshape])
 
 
-def _mask_fits(mask_shape: tuple[Dim, ...] | None, scores: list[Dim]) -> bool:
-    if mask_shape is None or len(mask_shape) > 4:
+def _mask_may_fit(mask_shape: tuple[Dim, ...], scores: list[Dim]) -> bool:
+    """Whether a mask of this shape is not known to change the [B, H, S, L] scores' shape."""
+    if len(mask_shape) > 4:
         return False
     tail = scores[4 - len(mask_shape):]
-    return all(d == 1 or same_dim(d, s) for d, s in zip(mask_shape, tail))
+    return not any(isinstance(d, int) and isinstance(s, int) and d not in (1, s) for d, s in zip(mask_shape, tail))
+
+
+def _merges_heads(index: GraphIndex, merge: Node, heads_shape: list[Dim], merged: list[Dim]) -> bool:
+    """Whether Reshape ``merge`` turns [B, S, H, Dv] into [B, S, H*Dv] by a constant target."""
+    target = index.constant(merge.inputs[1])
+    if target is None:
+        return False
+    out = reshape_dims(heads_shape, target, int(merge.attr("allowzero", 0)))
+    if out is None or len(out) != 3 or not same_shape(out[:2], merged[:2]):
+        return False
+    return out[2] is None or same_dim(out[2], merged[2])  # a -1 there: the element count decides it
 
 
 class AttentionFusion(GraphRewritePass):
@@ -82,14 +108,20 @@ class AttentionFusion(GraphRewritePass):
             match = self._match(index, softmax)
             if match is None:
                 continue
-            inputs, output, nodes, heads, scale, anchor = match
-            node = fused_node(MULTI_HEAD_ATTENTION, inputs, [output], index.names.fresh(f"{softmax.name}_mha"),
-                              {"num_heads": heads, "scale": scale})
+            inputs, output, nodes, heads, scale, anchor, kept = match
+            name = index.names.fresh(f"{softmax.name}_mha")
+            if output is None:
+                output = index.names.fresh(f"{name}_output")
+            node = fused_node(MULTI_HEAD_ATTENTION, inputs, [output], name, {"num_heads": heads, "scale": scale})
             if not context.support.allows(index.graph, [anchor, *nodes], node):
                 continue
             ensure_domain(index.graph)
             index.insert(node, near=nodes[-1])
             index.remove(*nodes)
+            if kept is not None:
+                merge, shape = kept
+                index.set_type(output, index.dtype_of(inputs[0]), tuple(shape))  # type: ignore[arg-type]
+                index.set_input(merge, 0, output)
             fused += 1
         return {"fused": fused}
 
@@ -132,23 +164,25 @@ class AttentionFusion(GraphRewritePass):
         if merge_t is None or merge_t.op_type != "Transpose" or list(merge_t.attr("perm", [])) != _TO_HEADS:
             return None
         merge = index.only_consumer(merge_t.outputs[0])
-        target = index.constant(merge.inputs[1]) if merge is not None and merge.op_type == "Reshape" else None
         q_shape, k_shape = index.shape_of(q.source), index.shape_of(k.source)
-        if target is None or q_shape is None or k_shape is None:
+        if merge is None or merge.op_type != "Reshape" or merge.domain != "" or q_shape is None or k_shape is None:
             return None
-        if not same_shape(k_shape, index.shape_of(v.source)):
+        # Batch and length agreement and the mask's fit are not proven here (exports leave those
+        # dims unknown): the kernels compute other shapes as these nodes would (attention_broadcast)
+        mask_shape = index.shape_of(mask) if mask else ()
+        if mask_shape is None or not _mask_may_fit(mask_shape, [q_shape[0], q.heads, q_shape[1], k_shape[1]]):
             return None
-        merged_in = [q_shape[0], q_shape[1], v.heads, v.head_size]
-        out = reshape_dims(merged_in, target, int(merge.attr("allowzero", 0)))  # type: ignore[union-attr]
-        if not same_shape(out, [q_shape[0], q_shape[1], v.heads * v.head_size]):
-            return None
-        if not same_dim(q_shape[0], k_shape[0]):
-            return None
-        if mask and not _mask_fits(index.shape_of(mask), [q_shape[0], q.heads, q_shape[1], k_shape[1]]):
-            return None
-        nodes += [qk, *q.nodes, *k.nodes, context, *v.nodes, merge_t, merge]  # type: ignore[list-item]
+        nodes += [qk, *q.nodes, *k.nodes, context, *v.nodes, merge_t]  # type: ignore[list-item]
         inputs = [q.source, k.source, v.source] + ([mask] if mask else [])
-        return inputs, merge.outputs[0], nodes, q.heads, float(scale), qk  # type: ignore[union-attr]
+        merged: list[Dim] = [q_shape[0], q_shape[1], v.heads * v.head_size]
+        if _merges_heads(index, merge, [q_shape[0], q_shape[1], v.heads, v.head_size], merged):
+            return inputs, merge.outputs[0], nodes + [merge], q.heads, float(scale), qk, None
+        heads_shape = index.shape_of(merge_t.outputs[0])
+        if heads_shape is not None and len(heads_shape) == 4:  # what shape inference saw: B, S may be broadcast ones
+            merged = [heads_shape[0], heads_shape[1], v.heads * v.head_size]
+        # a computed target (Concat of Shape dims): the Reshape stays, reading the fused output
+        # [B, S, H*Dv], whose elements are in the order of the [B, S, H, Dv] it read before
+        return inputs, None, nodes, q.heads, float(scale), qk, (merge, merged)
 
 
 PASSES = [AttentionFusion]

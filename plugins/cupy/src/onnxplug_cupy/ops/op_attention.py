@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from onnxplug_sdk import GraphView, Node
+from onnxplug_sdk.contrib import attention_broadcast, attention_broadcasts
 
 from onnxplug_cupy.codegen.expressions import FUSED_DOMAIN
 from onnxplug_cupy.ops._base import FLOAT, CupyKernel, dtypes_in
@@ -35,6 +36,8 @@ class MultiHeadAttention(CupyKernel):
         head_size = width // heads
         scale = self.attr("scale", None)
         scale = 1.0 / math.sqrt(head_size) if scale is None else float(scale)
+        if attention_broadcasts(query, key, value, bias, heads):
+            return attention_broadcast(xp, query, key, value, bias, heads, scale)
         q = (query * query.dtype.type(scale)).reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
         k = key.reshape(batch, length, heads, head_size).transpose(0, 2, 3, 1)
         v = value.reshape(batch, length, heads, value.shape[2] // heads).transpose(0, 2, 1, 3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
+from onnxplug_sdk.contrib import attention_broadcast, attention_broadcasts
 
 from onnxplug_numba.fusion.codegen import Program
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN, Step
@@ -24,7 +25,10 @@ op = NumbaProvider.kernel
 CONTRIB_DOMAIN = "com.microsoft"
 
 _FLOAT32 = np.dtype(np.float32)
-_ZERO = np.zeros((), np.float32)
+#: Attention of fewer FLOPs runs on the calling thread: a prange region's hand-off to its workers
+#: costs about as much as this much work on one core.
+SERIAL_ATTENTION_FLOPS = 1_000_000
+_ZERO4 = np.zeros((1, 1, 1, 1), np.float32)
 
 
 class _FloatKernel(NumbaKernel):
@@ -263,18 +267,25 @@ class MultiHeadAttention(_FloatKernel):
     #: whether the one-region prange kernel may run it (kernels/native_attention.py)
     native = True
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.heads = int(self.attr("num_heads"))
+        scale = self.attr("scale")
+        self.scale = None if scale is None else float(scale)  # None: 1/sqrt(head size)
+
     def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
                 bias: np.ndarray | None = None) -> np.ndarray:
-        heads = int(self.attr("num_heads"))
+        heads = self.heads
         b, s, hd = query.shape
         length = key.shape[1]
         dh, dv = hd // heads, value.shape[2] // heads
-        scale = self.attr("scale")
-        scale = 1.0 / np.sqrt(dh) if scale is None else float(scale)
-        if self.native and native_attention.AVAILABLE and query.dtype == key.dtype == value.dtype == _FLOAT32 \
-                and key.shape[2] == hd and hd % heads == 0 and value.shape[2] % heads == 0 and s * length > 0 \
-                and query.flags.c_contiguous and key.flags.c_contiguous \
-                and value.flags.c_contiguous and (bias is None or bias.dtype == _FLOAT32):
+        scale = 1.0 / np.sqrt(dh) if self.scale is None else self.scale
+        if attention_broadcasts(query, key, value, bias, heads):
+            return attention_broadcast(np, query, key, value, bias, heads, scale)
+        if self.native and native_attention.AVAILABLE and query.dtype is _FLOAT32 and key.dtype is _FLOAT32 \
+                and value.dtype is _FLOAT32 and key.shape[2] == hd and hd % heads == 0 \
+                and value.shape[2] % heads == 0 and s * length > 0 and query.flags.c_contiguous \
+                and key.flags.c_contiguous and value.flags.c_contiguous and (bias is None or bias.dtype is _FLOAT32):
             return self._native(query, key, value, bias, heads, scale)
         q = query.reshape(b, s, heads, dh).transpose(0, 2, 1, 3)
         k = key.reshape(b, length, heads, dh).transpose(0, 2, 3, 1)
@@ -296,9 +307,13 @@ class MultiHeadAttention(_FloatKernel):
         and writing the heads in place (kernels/native_attention.py)."""
         b, s, _ = query.shape
         out = np.empty((b, s, value.shape[2]), dtype=np.float32)
-        # a broadcast view either way (a zero without a bias, unread): one compiled signature
-        bias4 = np.broadcast_to(_ZERO if bias is None else bias, (b, heads, s, key.shape[1]))
+        # 4-D either way (a zero without a bias, unread), its dims 1 or the scores' (attention_broadcasts)
+        bias4 = _ZERO4 if bias is None else bias if bias.ndim == 4 else bias.reshape((1,) * (4 - bias.ndim) + bias.shape)
         self.threads.blas()
+        length = key.shape[1]
+        if 2 * b * heads * s * length * (query.shape[2] + value.shape[2]) // heads < SERIAL_ATTENTION_FLOPS:
+            native_attention.attention_serial(query, key, value, scale, bias4, bias is not None, heads, out)
+            return out
         native_parallel.use_threads(min(self.threads.count, b * heads))
         native_attention.attention(query, key, value, scale, bias4, bias is not None, heads, out)
         return out

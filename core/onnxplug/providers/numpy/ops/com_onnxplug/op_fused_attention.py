@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from onnxplug.contrib_rules import attention_broadcast, attention_broadcasts
 from onnxplug.ir import Node
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.runtime.blas import matmul, parallel_for
@@ -57,6 +58,8 @@ class MultiHeadAttention(NumpyKernel):
         head_size = width // heads
         scale = self.attr("scale")
         scale = 1.0 / math.sqrt(head_size) if scale is None else float(scale)
+        if attention_broadcasts(query, key, value, bias, heads):
+            return attention_broadcast(np, query, key, value, bias, heads, scale)
         # Scaling Q (S x D values) is cheaper than scaling the scores (S x L per head).
         q = (query * query.dtype.type(scale)).reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
         k = key.reshape(batch, length, heads, head_size).transpose(0, 2, 3, 1)
