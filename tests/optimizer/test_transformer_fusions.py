@@ -166,10 +166,11 @@ def test_multi_head_attention_fusion():
     assert_equivalent(proto, m, feeds)
 
 
-def test_attention_with_heads_from_the_width_and_a_computed_merge():
-    """Exports split heads by [0, 0, -1, Dh] and merge them by a target computed from shapes: the
-    merging Reshape then stays, reading the fused output."""
-    proto, d = _attention(split_heads=[0, 0, -1, 4])
+@pytest.mark.parametrize("split", [[0, 0, -1, 4], [0, -1, 2, 4]])
+def test_attention_with_heads_from_the_width_and_a_computed_merge(split):
+    """Exports split heads by [0, 0, -1, Dh] (or [0, -1, H, Dh]) and merge them by a target computed
+    from shapes: the merging Reshape then stays, reading the fused output."""
+    proto, d = _attention(split_heads=split)
     graph = proto.graph
     merge = next(n for n in graph.node if n.output[0] == "y")
     merge.input[1] = "merge_computed"

@@ -66,7 +66,13 @@ def _split_heads(index: GraphIndex, name: str, perm: list[int], reader: Node) ->
         head_size = width // heads
     if not isinstance(heads, int) or not isinstance(head_size, int) or heads <= 0 or head_size <= 0:
         return None
-    if not same_shape(dims[:2], shape[:2]) or width != heads * head_size:
+    lead = list(dims[:2])
+    if width == heads * head_size:  # then the leading dims hold B*S elements: a -1 among them is the source's
+        if lead[0] is None and same_dim(lead[1], shape[1]):
+            lead[0] = shape[0]
+        if lead[1] is None and same_dim(lead[0], shape[0]):
+            lead[1] = shape[1]
+    if not same_shape(lead, shape[:2]) or width != heads * head_size:
         return None
     return _Heads(source, heads, head_size, [transpose, reshape])
 
@@ -169,8 +175,9 @@ class AttentionFusion(GraphRewritePass):
             return None
         # Batch and length agreement and the mask's fit are not proven here (exports leave those
         # dims unknown): the kernels compute other shapes as these nodes would (attention_broadcast)
+        # (a mask of unknown rank: one above 4 fails the unfused nodes' Transpose and the kernels alike)
         mask_shape = index.shape_of(mask) if mask else ()
-        if mask_shape is None or not _mask_may_fit(mask_shape, [q_shape[0], q.heads, q_shape[1], k_shape[1]]):
+        if mask_shape is not None and not _mask_may_fit(mask_shape, [q_shape[0], q.heads, q_shape[1], k_shape[1]]):
             return None
         nodes += [qk, *q.nodes, *k.nodes, context, *v.nodes, merge_t]  # type: ignore[list-item]
         inputs = [q.source, k.source, v.source] + ([mask] if mask else [])
