@@ -8,11 +8,16 @@ import numpy as np
 
 from onnxplug.contrib_rules import attention_broadcast, attention_broadcasts
 from onnxplug.ir import Node
+from onnxplug.kernel import KernelContext
 from onnxplug.provider import GraphView
 from onnxplug.providers.numpy.runtime.blas import matmul, parallel_for
 from onnxplug.providers.numpy.ops._base import NumpyKernel
 from onnxplug.providers.numpy.ops._nn_util import ones_vector
 from onnxplug.providers.numpy.registry import op
+
+#: Attention with at most this many scores takes the short path (_small): one shift per row, no
+#: hand-off to the product threads.
+SMALL_SCORES = 4096
 
 #: Row sums below this after the shared shift (see _shifted_exp) mean a row's own maximum was far
 #: below the others': such calls are redone with a per-row shift so no row underflows.
@@ -50,20 +55,27 @@ class MultiHeadAttention(NumpyKernel):
     """query [B, S, H*Dh], key/value [B, L, H*Dh(v)], optional additive bias broadcasting to
     [B, H, S, L]; output [B, S, H*Dh(v)]."""
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.heads = int(self.attr("num_heads"))
+        scale = self.attr("scale")
+        self.scale = None if scale is None else float(scale)  # None: 1/sqrt(head size)
+
     def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
                 bias: np.ndarray | None = None) -> np.ndarray:
-        heads = int(self.attr("num_heads"))
+        heads = self.heads
         batch, seq, width = query.shape
         length = key.shape[1]
         head_size = width // heads
-        scale = self.attr("scale")
-        scale = 1.0 / math.sqrt(head_size) if scale is None else float(scale)
+        scale = 1.0 / math.sqrt(head_size) if self.scale is None else self.scale
         if attention_broadcasts(query, key, value, bias, heads):
             return attention_broadcast(np, query, key, value, bias, heads, scale)
         # Scaling Q (S x D values) is cheaper than scaling the scores (S x L per head).
         q = (query * query.dtype.type(scale)).reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
         k = key.reshape(batch, length, heads, head_size).transpose(0, 2, 3, 1)
         v = value.reshape(batch, length, heads, value.shape[2] // heads).transpose(0, 2, 1, 3)
+        if batch * heads * seq * length <= SMALL_SCORES:
+            return self._small(q, k, v, bias).transpose(0, 2, 1, 3).reshape(batch, seq, -1)
         out = np.empty((batch, seq, heads, v.shape[-1]), dtype=query.dtype)
         per_image = bias is not None and bias.ndim == 4 and bias.shape[0] == batch
 
@@ -96,6 +108,17 @@ class MultiHeadAttention(NumpyKernel):
         context = product(scores, v)
         context /= sums.reshape(*scores.shape[:-1], 1)
         return context
+
+    @staticmethod
+    def _small(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        """softmax(q k + bias) v with few scores: the fewest numpy calls (each costs more than its work)."""
+        scores = np.matmul(q, k)
+        if bias is not None:
+            scores += bias
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return np.matmul(scores, v)
 
     @staticmethod
     def _softmax_rows(scores: np.ndarray, bias: np.ndarray | None) -> None:
