@@ -10,7 +10,7 @@ import numpy as np
 from onnxplug_sdk import FusedSubgraph, GraphView, Kernel, KernelContext, Node
 
 from onnxplug_numba.fusion.conv_groups import _constant, _sole_reader
-from onnxplug_numba.ops._base import FLOAT_TYPES, matmul
+from onnxplug_numba.ops._base import FLOAT_TYPES, matmul, openblas_serial
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -63,8 +63,17 @@ class MatMulBiasKernel(Kernel):
         if bias_name is None:
             raise ValueError(f"{add.describe()} does not add a constant bias to {product.describe()}")
         self.bias = np.ascontiguousarray(_constant(subgraph.view, bias_name)).reshape(-1)
-        self.positions = [subgraph.inputs.index(n) for n in product.inputs]
+        self.a_at, self.b_at = (subgraph.inputs.index(n) for n in product.inputs)
 
     def compute(self, *inputs: Any) -> np.ndarray:
-        a, b = (inputs[i] for i in self.positions)
+        a, b = inputs[self.a_at], inputs[self.b_at]
+        if b.ndim == 2 and a.ndim >= 2 and a.shape[-1] == b.shape[0] > 0 and a.flags.c_contiguous and a.dtype is b.dtype:
+            k, n = b.shape
+            macs = a.size * n
+            if openblas_serial(a.size // k, macs, n):
+                # a small product (a transformer's projection at a short sequence): one BLAS call on
+                # the (rows, K) view and the bias added in place, no dispatch through matmul
+                y = a.reshape(-1, k).dot(b)
+                np.add(y, self.bias, out=y)
+                return y.reshape(a.shape[:-1] + (n,))
         return matmul(a, b, self.threads, bias=self.bias)

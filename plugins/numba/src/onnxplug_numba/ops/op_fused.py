@@ -98,10 +98,8 @@ class ContribFastGelu(ContribBiasGelu):
 
 @op("LayerNormalization", domain=FUSED_DOMAIN)
 class FusedLayerNormalization(LayerNormalization):
-    """ai.onnx LayerNormalization's schema with the Y output only (for models below opset 17)."""
-
-    def compute(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-        return super().compute(x, scale, bias)[0]
+    """ai.onnx LayerNormalization's schema with the Y output only (for models below opset 17): the
+    ai.onnx kernel returns Y alone for a node without statistics outputs."""
 
 
 @op("SkipLayerNormalization", domain=FUSED_DOMAIN)
@@ -114,8 +112,8 @@ class SkipLayerNormalization(_FloatKernel):
         super().__init__(node, context)
         self.epsilon = float(self.attr("epsilon", self.DEFAULT_EPSILON))
         self.want_sum = self._wants_sum(node)
-        self.constant = all(n in context.constants for n in node.inputs[2:4] if n)
-        self._params: tuple | None = None  # (dtype, width, gamma, beta) of constant parameters
+        self.constant = all(n in context.constants for n in node.inputs[2:5] if n)
+        self._params: tuple | None = None  # (dtype, width, gamma, beta, bias or gamma) of constant parameters
 
     @staticmethod
     def _wants_sum(node: Node) -> bool:
@@ -132,23 +130,23 @@ class SkipLayerNormalization(_FloatKernel):
         skips = np.ascontiguousarray(skip).reshape(-1, d)
         kept = self._params
         if kept is not None and kept[0] is dtype and kept[1] == d:
-            g, b = kept[2], kept[3]
+            g, b, add = kept[2], kept[3], kept[4]
         else:
             g = flat_param(gamma, (d,), dtype)
             b = np.zeros_like(g) if beta is None else flat_param(beta, (d,), dtype)
+            add = g if bias is None else np.ascontiguousarray(bias, dtype=dtype).reshape(d)
             if self.constant:
-                self._params = (dtype, d, g, b)  # one assignment: threads see the old or the new entry
-        add = g if bias is None else np.ascontiguousarray(bias, dtype=dtype).reshape(d)
-        s = np.empty_like(rows)
+                self._params = (dtype, d, g, b, add)  # one assignment: threads see the old or the new entry
         y = np.empty_like(rows)
+        # without a sum output the kernel writes the sum into y, each value read before it is overwritten
+        s = np.empty_like(rows) if self.want_sum else y
         if rows.size < PARALLEL_MIN_ELEMENTS:  # one chunk: no hand-off
             knorm.skip_layer_norm_rows(rows, skips, add, bias is not None, g, b, eps, s, y)
         else:
             self.threads.run(lambda lo, hi: knorm.skip_layer_norm_rows(
                 rows[lo:hi], skips[lo:hi], add, bias is not None, g, b, eps, s[lo:hi], y[lo:hi]),
                 rows.shape[0], row_grain(d))
-        y, s = y.reshape(x.shape), s.reshape(x.shape)
-        return (y, s) if self.want_sum else y
+        return (y.reshape(x.shape), s.reshape(x.shape)) if self.want_sum else y.reshape(x.shape)
 
     def _general(self, x: np.ndarray, skip: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
                  bias: np.ndarray | None, eps: float):  # type: ignore[no-untyped-def]

@@ -53,8 +53,10 @@ class MatMul(NumbaKernel):
                 rows = self._rows = np.ascontiguousarray(b.T)
             y = few_rows_product(a.reshape(-1, a.shape[-1]), rows, 1.0, None)
             return y.reshape(*a.shape[:-1], b.shape[1])
-        if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
-            return a.dot(b)  # matmul's first case, without its call: most of a tiny product's cost
+        if b.ndim == 2 and a.ndim >= 2 and a.shape[-1] == b.shape[0] > 0 and (a.ndim == 2 or a.flags.c_contiguous) \
+                and openblas_serial(a.size // b.shape[0], a.size * b.shape[1], b.shape[1]):
+            # matmul's first cases, without its call: most of a tiny product's cost
+            return a.dot(b) if a.ndim == 2 else a.reshape(-1, b.shape[0]).dot(b).reshape(a.shape[:-1] + b.shape[1:])
         return matmul(a, b, self.threads)
 
 

@@ -160,6 +160,8 @@ class LayerNormalization(NumbaKernel):
         self.epsilon = float(self.attr("epsilon", 1e-5))
         self.constant = all(n in context.constants for n in node.inputs[1:3] if n)
         self._params: tuple | None = None  # (x dtype, tail shape, scale, bias) of constant parameters
+        #: whether the node reads Mean or InvStdDev (else only Y is returned, without their reshapes)
+        self.stats = any(node.outputs[1:3])
 
     def _flat_params(self, x: np.ndarray, tail: tuple, scale: np.ndarray,
                      bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -186,6 +188,8 @@ class LayerNormalization(NumbaKernel):
         else:
             self.threads.run(lambda lo, hi: knorm.layer_norm_rows(rows[lo:hi], s, b, eps, y[lo:hi], mean[lo:hi],
                                                                   inv[lo:hi]), rows.shape[0], row_grain(rows.shape[1]))
+        if not self.stats:
+            return y.reshape(x.shape)
         stat_shape = x.shape[:axis] + (1,) * (x.ndim - axis)
         return y.reshape(x.shape), mean.reshape(stat_shape), inv.reshape(stat_shape)
 
