@@ -46,6 +46,33 @@ def test_chain_with_symbolic_shapes_falls_back_step_by_step_when_an_output_is_sm
     assert_close(got, run_onnxruntime(model, feeds))
 
 
+def _mask_then_scores_model() -> onnx.ModelProto:
+    """An exported attention's additive mask, Where(mask, 0, lowest), read by every layer: a chain
+    with layer 0's scores * scale + mask, the mask's output smaller than the scores when fed."""
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Where", ["mask", "zero", "lowest"], ["additive"]),
+             helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+             helper.make_node("Add", ["scaled", "additive"], ["y"])]
+    inits = {"zero": np.array(0.0, np.float32), "lowest": np.array(np.finfo(np.float32).min, np.float32),
+             "scale": np.array(0.35, np.float32)}
+    graph = helper.make_graph(
+        nodes, "mask", [helper.make_tensor_value_info("mask", TensorProto.BOOL, ["b", 1, "s", "s"]),
+                        helper.make_tensor_value_info("scores", f, ["b", "h", "s", "s"])],
+        [helper.make_tensor_value_info("y", f, None), helper.make_tensor_value_info("additive", f, None)],
+        [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+def test_chain_with_an_output_smaller_than_the_loop_runs_each_shape_as_one_loop(rng, heads):
+    model = _mask_then_scores_model()
+    feeds = {"mask": rng.random((2, 1, 7, 7)) > 0.3, "scores": rng.standard_normal((2, heads, 7, 7)).astype(np.float32)}
+    got, session = run_numba(model, feeds)
+    assert_close(got, run_onnxruntime(model, feeds))
+    assert [s.kind for s in session.engine.plan.steps] == ["fused"]
+    assert got[1].shape == (2, 1, 7, 7)
+
+
 def test_large_chain_runs_the_parallel_variant(rng):
     model = chain_model((8, 64, 32, 32), (64, 1, 1))
     feeds = {"x": rng.standard_normal((8, 64, 32, 32)).astype(np.float32),

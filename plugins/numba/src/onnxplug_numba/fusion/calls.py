@@ -106,3 +106,20 @@ def scalar_test(test: str, order: Sequence[int], count: int) -> Call:
     expr = " ".join(values.get(word, word) for word in test.split())
     source = f"def call({', '.join(xs)}):\n    return (array({expr}),)\n"
     return _compile(source, "call", {"array": np.array})
+
+
+def sequence(inputs: Sequence[str], runs: Sequence[tuple[Callable[..., Any], Sequence[str], Sequence[str]]],
+             outputs: Sequence[str]) -> Callable[..., Any]:
+    """``f(*inputs) -> outputs``: each of ``runs`` (a callable, the names it reads, the names of the
+    tuple it returns) called in turn on straight-line locals, as one generated function."""
+    ident = {name: f"x{i}" for i, name in enumerate(inputs)}
+    lines = [f"def call({', '.join(ident.values())}):"]
+    namespace: dict[str, Any] = {}
+    for r, (run, reads, written) in enumerate(runs):
+        namespace[f"r{r}"] = run
+        for name in written:
+            ident[name] = f"v{len(ident)}"
+        targets = "".join(f"{ident[n]}, " for n in written)
+        lines.append(f"    {targets}= r{r}({', '.join(ident[n] for n in reads)})")
+    lines.append(f"    return ({''.join(f'{ident[n]}, ' for n in outputs)})")
+    return _compile("\n".join(lines) + "\n", "call", namespace)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,7 +50,7 @@ class ChainKernel(Kernel):
 
     The loop is compiled when the session is created (for the shapes the model declares) and
     cached on disk. When a call's shapes make some chain output smaller than the full broadcast
-    shape, the chain runs step by step instead (each step its own compiled loop). ``compute`` is
+    shape, the chain runs as one loop per run of consecutive steps of one shape. ``compute`` is
     a function generated per kernel (fusion/calls.py) that picks the call planned for the shapes.
     """
 
@@ -82,8 +81,6 @@ class ChainKernel(Kernel):
         # a method around it would add a frame and an argument tuple to every call
         dispatch = calls.dispatcher(len(subgraph.inputs), self._calls, self._first_call)
         self.compute = dispatch  # type: ignore[method-assign]
-        self._step_runners: dict[int, ElementwiseRunner] = {}
-        self._lock = threading.Lock()
         shapes = [_static_shape(subgraph, n) for n in subgraph.inputs]
         if all(s is not None for s in shapes):
             try:
@@ -105,30 +102,33 @@ class ChainKernel(Kernel):
 
     def _first_call(self, *inputs: Any) -> tuple[np.ndarray, ...]:
         """Plan the call for these shapes: one loop for the whole chain when they allow it, else
-        the chain step by step."""
+        one loop per run of consecutive steps of one shape (``_by_shape``)."""
         arrays = [np.asarray(x) for x in inputs]
         shapes = tuple([a.shape for a in arrays])
         fits = self._fits_in_one_loop(shapes)
-        call = self._calls[shapes] = self.runner.call_for(shapes) if fits else self._stepwise
+        call = self._calls[shapes] = self.runner.call_for(shapes) if fits else self._by_shape(shapes)
         return call(*arrays)
 
-    def _step_runner(self, index: int) -> ElementwiseRunner:
-        runner = self._step_runners.get(index)
-        if runner is None:
-            with self._lock:
-                step = self.steps[index]
-                names = list(dict.fromkeys(a for a in step.args if a is not None))
-                dtypes = tuple(self.input_dtypes.get(n) or self._produced_dtype(n) for n in names)
-                program = Program(tuple(names), dtypes, (step,), (step.out,))
-                runner = self._step_runners[index] = ElementwiseRunner(program, self.threads)
-        return runner
-
-    def _produced_dtype(self, name: str) -> str:
-        return next(s.dtype for s in self.steps if s.out == name)
-
-    def _stepwise(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        values = dict(zip(self.subgraph.inputs, arrays))
-        for index, step in enumerate(self.steps):
-            runner = self._step_runner(index)
-            values[step.out] = runner(*[values[n] for n in runner.program.inputs])[0]
-        return tuple(values[o] for o in self.subgraph.outputs)
+    def _by_shape(self, shapes: tuple[tuple[int, ...], ...]) -> Call:
+        """The chain as loops over runs of consecutive steps whose outputs have one shape (an
+        attention mask's Where, then the scores' Mul and Add): each run is a program of its own,
+        reading chain inputs and earlier runs' values."""
+        known = dict(zip(self.subgraph.inputs, shapes))
+        runs: list[list[Step]] = []
+        last: tuple[int, ...] | None = None
+        for step in self.steps:
+            shape = known[step.out] = tuple(np.broadcast_shapes(*[known[a] for a in step.args if a is not None]))
+            if shape != last:
+                runs.append([])
+                last = shape
+            runs[-1].append(step)
+        dtypes = {**self.input_dtypes, **{step.out: step.dtype for step in self.steps}}
+        plans = []
+        for index, run in enumerate(runs):
+            produced = {step.out for step in run}
+            reads = list(dict.fromkeys(a for step in run for a in step.args if a is not None and a not in produced))
+            later = {a for other in runs[index + 1:] for step in other for a in step.args} | set(self.subgraph.outputs)
+            written = tuple(step.out for step in run if step.out in later)
+            program = Program(tuple(reads), tuple(dtypes[n] for n in reads), tuple(run), written)
+            plans.append((ElementwiseRunner(program, self.threads), tuple(reads), written))
+        return calls.sequence(self.subgraph.inputs, plans, self.subgraph.outputs)
