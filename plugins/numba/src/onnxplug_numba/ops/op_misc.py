@@ -111,15 +111,19 @@ class Pad(HostKernel):
 class _ArgExtreme(HostKernel):
     pick = staticmethod(np.argmax)
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", 0))
+        self.last = bool(self.attr("select_last_index", 0))
+        self.keepdims = bool(self.attr("keepdims", 1))
+
     def compute(self, x: np.ndarray) -> np.ndarray:
-        axis = int(self.attr("axis", 0))
-        axis = axis + x.ndim if axis < 0 else axis
-        if self.attr("select_last_index", 0):
-            found = x.shape[axis] - 1 - self.pick(np.flip(x, axis), axis=axis)
+        axis = self.axis + x.ndim if self.axis < 0 else self.axis
+        if self.last:
+            found = x.shape[axis] - 1 - self.pick(np.flip(x, axis), axis=axis, keepdims=self.keepdims)
         else:
-            found = self.pick(x, axis=axis)
-        found = found.astype(np.int64)
-        return np.expand_dims(found, axis) if self.attr("keepdims", 1) else found
+            found = self.pick(x, axis=axis, keepdims=self.keepdims)
+        return found.astype(np.int64, copy=False)
 
 
 @op("ArgMax")

@@ -10,9 +10,10 @@ class ArrayFeatureExtractor(NumpyKernel):
     """The last-axis elements at ``indices`` (flattened); a 1-D input gives one row, as onnxruntime."""
 
     def compute(self, x, indices):
-        idx = indices.reshape(-1).astype(np.int64)
-        n = x.shape[-1]
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"ArrayFeatureExtractor: index out of range for last dimension {n}: {idx.tolist()}")
-        out = np.take(x, idx, axis=-1)
+        idx = indices.reshape(-1).astype(np.int64, copy=False)
+        try:  # take's own check (mode "raise") is the op's: an index below -n or from n on
+            out = np.take(x, idx, axis=-1)
+        except IndexError:
+            raise IndexError(f"ArrayFeatureExtractor: index out of range for last dimension {x.shape[-1]}: "
+                             f"{idx.tolist()}") from None
         return out.reshape(1, -1) if x.ndim == 1 else out
