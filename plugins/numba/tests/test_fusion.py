@@ -73,36 +73,6 @@ def test_chain_with_an_output_smaller_than_the_loop_runs_each_shape_as_one_loop(
     assert got[1].shape == (2, 1, 7, 7)
 
 
-def _projections_model(rng, k: int = 16, n: int = 16) -> onnx.ModelProto:
-    """Q and K projections (MatMul + bias), V without a bias, all of x; a fourth product of x with a
-    weight of another K (transposed x) and one with a computed weight stay apart."""
-    f = TensorProto.FLOAT
-    w = {name: (rng.standard_normal((k, n)) * 0.3).astype(np.float32) for name in ("wq", "wk", "wv")}
-    b = {name: rng.standard_normal(n).astype(np.float32) for name in ("bq", "bk")}
-    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q0"]), helper.make_node("Add", ["q0", "bq"], ["q"]),
-             helper.make_node("MatMul", ["x", "wk"], ["k0"]), helper.make_node("Add", ["bk", "k0"], ["k"]),
-             helper.make_node("MatMul", ["x", "wv"], ["v"]),
-             helper.make_node("MatMul", ["x", "dynamic"], ["d"])]
-    graph = helper.make_graph(
-        nodes, "projections", [helper.make_tensor_value_info("x", f, ["b", "s", k]),
-                               helper.make_tensor_value_info("dynamic", f, [k, n])],
-        [helper.make_tensor_value_info(o, f, None) for o in "qkvd"],
-        [onnx.numpy_helper.from_array(v, name) for name, v in {**w, **b}.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
-@pytest.mark.parametrize("shape", [(1, 7, 16), (3, 200, 16)])  # a tiny product and one BLAS shares
-def test_products_of_one_input_with_constant_weights_are_one_step(rng, shape):
-    model = _projections_model(rng)
-    feeds = {"x": rng.standard_normal(shape).astype(np.float32),
-             "dynamic": rng.standard_normal((16, 16)).astype(np.float32)}
-    got, session = run_numba(model, feeds, threads=2)
-    assert_close(got, run_onnxruntime(model, feeds))
-    fused = [s for s in session.engine.plan.steps if s.kind == "fused"]
-    assert len(fused) == 1 and sorted(fused[0].outputs) == ["k", "q", "v"]
-    assert all(g.flags.c_contiguous for g in got)
-
-
 def test_large_chain_runs_the_parallel_variant(rng):
     model = chain_model((8, 64, 32, 32), (64, 1, 1))
     feeds = {"x": rng.standard_normal((8, 64, 32, 32)).astype(np.float32),

@@ -82,15 +82,8 @@ class NumbaProvider(CompilingProvider):
 
             taken = {id(n) for c in claims for n in c.nodes}
             free = GraphView(view.graph, [n for n in view.nodes if id(n) not in taken]) if taken else view
-            from onnxplug_numba.fusion.sibling_products import find_sibling_products
-
-            pairs = find_matmul_bias(free)
-            for group in find_sibling_products(free, pairs):
-                claims.append(Capability(tuple(group), fused=True, name=f"numba_products_{group[0].name}"))
-            grouped = {id(n) for c in claims for n in c.nodes}
-            for pair in pairs:
-                if id(pair[0]) not in grouped:
-                    claims.append(Capability(tuple(pair), fused=True, name=f"numba_matmul_bias_{pair[0].name}"))
+            for pair in find_matmul_bias(free):
+                claims.append(Capability(tuple(pair), fused=True, name=f"numba_matmul_bias_{pair[0].name}"))
         if self.options["fuse_elementwise"]:
             from onnxplug_numba.fusion.bn_activation import find_bn_activation
 
@@ -133,13 +126,9 @@ class NumbaProvider(CompilingProvider):
 
             return FusedConvKernel(subgraph, context)
         if subgraph.nodes[0].op_type == "MatMul":
-            if len(subgraph.nodes) == 2 and subgraph.nodes[1].op_type == "Add":
-                from onnxplug_numba.fusion.matmul_bias import MatMulBiasKernel
+            from onnxplug_numba.fusion.matmul_bias import MatMulBiasKernel
 
-                return MatMulBiasKernel(subgraph, context)
-            from onnxplug_numba.fusion.sibling_products import SiblingProductsKernel
-
-            return SiblingProductsKernel(subgraph, context)
+            return MatMulBiasKernel(subgraph, context)
         if subgraph.nodes[0].op_type == "BatchNormalization":
             from onnxplug_numba.fusion.bn_activation import BatchNormActivationKernel
 
