@@ -20,13 +20,14 @@ GELU = "Gelu"
 BIAS_GELU = "BiasGelu"
 LAYER_NORM = "LayerNormalization"
 SKIP_LAYER_NORM = "SkipLayerNormalization"
+RMS_NORM = "RMSNormalization"
 MULTI_HEAD_ATTENTION = "MultiHeadAttention"
 #: Of ``com.onnxplug.nhwc`` only: an expansion, depthwise and projection chain (channels-last).
 INVERTED_BOTTLENECK = "InvertedBottleneck"
 
 #: Every op of ``com.onnxplug`` the built-in passes create.
 FUSED_OP_TYPES = (FUSED_CONV, FUSED_GEMM, FUSED_MATMUL, GELU, BIAS_GELU, LAYER_NORM,
-                  SKIP_LAYER_NORM, MULTI_HEAD_ATTENTION)
+                  SKIP_LAYER_NORM, MULTI_HEAD_ATTENTION, RMS_NORM)
 
 #: Activations FusedConv / FusedGemm / FusedMatMul accept, with their parameter defaults.
 ACTIVATION_DEFAULTS: dict[str, tuple[float, ...]] = {

@@ -6,12 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from onnxplug.optimizer.passes.attention_fusion import AttentionFusion
 from onnxplug.optimizer.passes.bias_gelu_fusion import BiasGeluFusion
 from onnxplug.optimizer.passes.gelu_fusion import GeluFusion
 from onnxplug.optimizer.passes.layer_norm_fusion import LayerNormFusion
+from onnxplug.optimizer.passes.rms_norm_fusion import RMSNormFusion
 from onnxplug.optimizer.passes.skip_layer_norm_fusion import SkipLayerNormFusion
 from onnxplug.providers.numpy import NumpyProvider
 from tests.optimizer.providers import PickyProvider
@@ -222,3 +223,50 @@ def test_layer_norm_over_a_symbolic_dim_is_not_fused():
     proto = model(_layer_norm("x", "y"), [("x", F, ["b", 5, "d"])], [("y", F, ["b", 5, "d"])], _ln_inits())
     m, _ = run_passes(proto, LayerNormFusion)
     assert "LayerNormalization" not in op_types(m)
+
+
+def _rms_norm(spelling: str, weighted: bool = True, residual: bool = False) -> tuple:
+    """x / sqrt(mean(x^2) + eps) [* gamma] as exporters write it; ``residual``: x also read elsewhere."""
+    square = node("Pow", ["x", "two"], ["sq"]) if spelling != "mul_square" else node("Mul", ["x", "x"], ["sq"])
+    nodes = [square, node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1), node("Add", ["ms", "eps"], ["se"]),
+             node("Sqrt", ["se"], ["std"])]
+    if spelling == "div":
+        nodes.append(node("Div", ["x", "std"], ["n"]))
+    elif spelling == "reciprocal":
+        nodes += [node("Reciprocal", ["std"], ["inv"]), node("Mul", ["x", "inv"], ["n"])]
+    else:  # Llama's: Div(1, std) then x times it
+        nodes += [node("Div", ["one", "std"], ["inv"]), node("Mul", ["x", "inv"], ["n"])]
+    inits = {"two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32), "one": np.array(1.0, np.float32)}
+    if weighted:
+        nodes.append(node("Mul", ["gamma", "n"], ["y"]))
+        inits["gamma"] = rand(8, seed=4)
+    else:
+        nodes.append(node("Identity", ["n"], ["y"]))
+    outputs = [("y", F, ["b", "s", 8])]
+    if residual:
+        nodes.append(node("Add", ["x", "y"], ["r"]))
+        outputs = [("r", F, ["b", "s", 8])]
+    return model(nodes, [("x", F, ["b", "s", 8])], outputs, inits)
+
+
+@pytest.mark.parametrize("spelling", ["div", "reciprocal", "one_over", "mul_square"])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_rms_norm_fusion(spelling, weighted):
+    proto = _rms_norm(spelling, weighted, residual=True)
+    m, _ = run_passes(proto, RMSNormFusion)
+    types = op_types(m)
+    assert types["com.onnxplug:RMSNormalization"] == 1 and "ReduceMean" not in types and "Sqrt" not in types
+    fused = next(n for n in m.graph.nodes if n.op_type == "RMSNormalization")
+    assert fused.attr("axis") == -1 and fused.attr("epsilon") == pytest.approx(1e-6)
+    assert_equivalent(proto, m, {"x": 3 * rand(2, 5, 8)})
+
+
+def test_rms_norm_with_a_shared_intermediate_or_another_exponent_is_not_fused():
+    shared = _rms_norm("div")
+    shared.graph.output.append(helper.make_tensor_value_info("std", F, None))
+    m, _ = run_passes(shared, RMSNormFusion)
+    assert "com.onnxplug:RMSNormalization" not in op_types(m)
+    cube = _rms_norm("div")
+    next(t for t in cube.graph.initializer if t.name == "two").CopyFrom(numpy_helper.from_array(np.array(3.0, np.float32), "two"))
+    m, _ = run_passes(cube, RMSNormFusion)
+    assert "com.onnxplug:RMSNormalization" not in op_types(m)

@@ -28,6 +28,7 @@ from onnxplug.optimizer.fused_ops import (
     INVERTED_BOTTLENECK,
     LAYER_NORM,
     MULTI_HEAD_ATTENTION,
+    RMS_NORM,
     NHWC_DOMAIN,
     OWN_DOMAIN,
     SKIP_LAYER_NORM,
@@ -165,6 +166,16 @@ def _layer_norm_fn(b: _Body, node: Node, ins: list[str], outs: list[str], rank: 
     return True
 
 
+def _rms_norm_fn(b: _Body, node: Node, ins: list[str], outs: list[str], rank: int | None) -> bool:
+    axes = _norm_axes(int(node.attr("axis", -1)), rank)
+    if axes is None:
+        return False
+    mean_square = b.reduce_mean(b.op("Mul", [ins[0], ins[0]]), axes)
+    std = b.op("Sqrt", [b.op("Add", [mean_square, b.const(float(node.attr("epsilon", 1e-5)))])])
+    b.op("Mul", [b.op("Div", [ins[0], std]), ins[1]], outs[0])
+    return True
+
+
 def _skip_layer_norm(b: _Body, node: Node, ins: list[str], outs: list[str], rank: int | None) -> bool:
     total = b.op("Add", ins[:2])
     if len(ins) > 4 and ins[4]:
@@ -200,7 +211,7 @@ def _attention(b: _Body, node: Node, ins: list[str], outs: list[str], rank: int 
 _BUILDERS: dict[str, BodyBuilder] = {
     FUSED_CONV: _fused_conv, FUSED_GEMM: _fused_gemm, FUSED_MATMUL: _fused_matmul, GELU: _gelu_fn,
     BIAS_GELU: _bias_gelu, LAYER_NORM: _layer_norm_fn, SKIP_LAYER_NORM: _skip_layer_norm,
-    MULTI_HEAD_ATTENTION: _attention,
+    MULTI_HEAD_ATTENTION: _attention, RMS_NORM: _rms_norm_fn,
 }
 
 

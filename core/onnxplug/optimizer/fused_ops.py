@@ -22,6 +22,7 @@ from onnxplug.fused_schemas import (  # noqa: F401  (re-exported)
     NHWC_DOMAIN,
     OWN_DOMAIN,
     OWN_VERSION,
+    RMS_NORM,
     SKIP_LAYER_NORM,
 )
 from onnxplug.ir import Graph, Node

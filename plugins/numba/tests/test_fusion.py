@@ -178,3 +178,25 @@ def test_large_broadcast_chain_split_over_threads_matches_onnxruntime(rng):
     assert_close(got, run_onnxruntime(model, feeds))
     one, _ = run_numba(model, feeds, threads=1)
     np.testing.assert_array_equal(got[0], one[0])
+
+
+@pytest.mark.parametrize("rows", [7, 4000])  # one chunk on the calling thread; the threads' row blocks
+def test_rms_norm_spelled_out_runs_as_the_fused_op(rng, rows):
+    """Llama's RMSNorm as exported (Pow, ReduceMean, Add, Sqrt, Div(1, .), Mul, Mul by gamma) is one
+    com.onnxplug RMSNormalization step on numba, with onnxruntime's result."""
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Pow", ["x", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1),
+             helper.make_node("Add", ["ms", "eps"], ["se"]), helper.make_node("Sqrt", ["se"], ["std"]),
+             helper.make_node("Div", ["one", "std"], ["inv"]), helper.make_node("Mul", ["x", "inv"], ["n"]),
+             helper.make_node("Mul", ["gamma", "n"], ["y"])]
+    inits = {"two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32), "one": np.array(1.0, np.float32),
+             "gamma": rng.standard_normal(64).astype(np.float32)}
+    graph = helper.make_graph(nodes, "rms", [helper.make_tensor_value_info("x", f, ["b", "s", 64])],
+                              [helper.make_tensor_value_info("y", f, None)],
+                              [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": (3 * rng.standard_normal((1, rows, 64))).astype(np.float32)}
+    got, session = run_numba(model, feeds, threads=2, level=None)
+    assert_close(got, run_onnxruntime(model, feeds))
+    assert [(a.op_type, a.provider) for a in session.get_node_assignments()] == [("RMSNormalization", "numba")]

@@ -8,7 +8,7 @@ import numpy as np
 from onnxplug_sdk import Decline, GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.codegen import Program
-from onnxplug_numba.fusion.ops import Step
+from onnxplug_numba.fusion.ops import FUSED_DOMAIN, Step
 from onnxplug_numba.fusion.runner import ElementwiseRunner
 from onnxplug_numba.kernels import norm as knorm
 from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, row_grain, all_present_same
@@ -195,20 +195,29 @@ class LayerNormalization(NumbaKernel):
 
 
 @NumbaProvider.kernel("RMSNormalization")
+@NumbaProvider.kernel("RMSNormalization", domain=FUSED_DOMAIN)
 class RMSNormalization(NumbaKernel):
-    """x / sqrt(mean(x^2 over axes >= axis) + epsilon) * scale."""
+    """x / sqrt(mean(x^2 over axes >= axis) + epsilon) * scale (ai.onnx from opset 23; the optimizer's
+    com.onnxplug op of the same schema below it)."""
 
     @classmethod
     def supports(cls, node: Node, view: GraphView) -> bool:
         return all_present_same(view, node, FLOAT_TYPES)
 
+    def __init__(self, node: Node, context: KernelContext) -> None:
+        super().__init__(node, context)
+        self.axis = int(self.attr("axis", -1))
+        self.epsilon = float(self.attr("epsilon", 1e-5))
+
     def compute(self, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        axis = int(self.attr("axis", -1))
-        axis = axis + x.ndim if axis < 0 else axis
+        axis = self.axis + x.ndim if self.axis < 0 else self.axis
         rows = _rows(x, axis)
         s = flat_param(scale, x.shape[axis:], x.dtype)
         y = np.empty_like(rows)
-        eps = float(self.attr("epsilon", 1e-5))
-        self.threads.run(lambda lo, hi: knorm.rms_norm_rows(rows[lo:hi], s, eps, y[lo:hi]), rows.shape[0],
-                         row_grain(rows.shape[1]))
+        eps = self.epsilon
+        if rows.size < PARALLEL_MIN_ELEMENTS:  # one chunk: no hand-off
+            knorm.rms_norm_rows(rows, s, eps, y)
+        else:
+            self.threads.run(lambda lo, hi: knorm.rms_norm_rows(rows[lo:hi], s, eps, y[lo:hi]), rows.shape[0],
+                             row_grain(rows.shape[1]))
         return y.reshape(x.shape)
