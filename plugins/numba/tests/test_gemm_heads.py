@@ -134,3 +134,27 @@ def test_other_matmuls_take_the_general_path(calls, a_shape, kwargs) -> None:
     model, feeds = matmul_model(a_shape, 512, 214, **kwargs)
     assert_node_on_numba_matches(model, feeds, "MatMul", threads=2)
     assert calls["few_rows"] == 0
+
+
+@pytest.mark.parametrize("m,kwargs", [
+    (12, {}),  # an OCR model's time steps through its classifier
+    (40, {"alpha": 0.5, "beta": 2.0}),
+    (16, {"bias_shape": None, "dtype": np.float64}),  # float64: BLAS on the laid-out weight
+])
+def test_many_rows_with_a_constant_trans_b_weight_share_the_product(monkeypatch, m, kwargs) -> None:
+    """torch's Linear exports Gemm(transB=1): a constant weight is laid out (K, N) once and a large
+    product runs on the threads' prange path (float32) as a contiguous one would."""
+    from onnxplug_numba.ops import _base
+
+    shared = {"calls": 0}
+    original = _base._native_matmul
+
+    def spy(*args, **kw):  # type: ignore[no-untyped-def]
+        shared["calls"] += 1
+        return original(*args, **kw)
+
+    monkeypatch.setattr(_base, "_native_matmul", spy)
+    model, feeds = gemm_model(m, 1024, 1000, **kwargs)
+    dtype = kwargs.get("dtype", np.float32)
+    assert_node_on_numba_matches(model, feeds, "Gemm", threads=2, atol=1e-5 if dtype == np.float32 else 1e-12)
+    assert shared["calls"] == (1 if dtype == np.float32 and _base.native_parallel.AVAILABLE else 0)

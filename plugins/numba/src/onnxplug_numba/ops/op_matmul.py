@@ -9,7 +9,7 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.kernels import gemv
-from onnxplug_numba.ops._base import FLOAT_TYPES, NumbaKernel, all_present_same, matmul, openblas_serial
+from onnxplug_numba.ops._base import FLOAT_TYPES, NATIVE_MIN_MACS, NumbaKernel, all_present_same, matmul, openblas_serial
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.provider import NumbaProvider
 
@@ -80,6 +80,10 @@ class Gemm(NumbaKernel):
         if not self.trans_b and isinstance(b, np.ndarray) and b.ndim == 2 and b.size >= FEW_ROWS_MIN_WEIGHT \
                 and b.dtype in FLOAT_TYPES:
             self.b_rows = np.ascontiguousarray(b.T)
+        # a constant transB weight (how torch exports Linear), laid out (K, N) at its first large
+        # product: the threads' prange product needs it so, and BLAS reads the transposed view slower
+        self.b_constant = b if self.trans_b and isinstance(b, np.ndarray) and b.ndim == 2 else None
+        self._b_cols: np.ndarray | None = None
 
     def few_rows(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray | None:
         """The product by kernels/gemv.py, or None where it does not apply."""
@@ -102,7 +106,13 @@ class Gemm(NumbaKernel):
         if self.trans_a:
             a = a.T  # a view: BLAS reads it transposed, without a copy
         if self.trans_b:
-            b = b.T
+            if b is self.b_constant and a.ndim == 2 and a.size * b.shape[0] >= NATIVE_MIN_MACS:
+                cols = self._b_cols
+                if cols is None:  # (the same array from any thread: a race only lays it out twice)
+                    cols = self._b_cols = np.ascontiguousarray(b.T)
+                b = cols
+            else:
+                b = b.T
         if a.ndim == 2 and b.ndim == 2 and openblas_serial(a.shape[0], a.size * b.shape[1], b.shape[1]):
             y = a.dot(b)  # a tiny product (a Loop body's cell): no call of matmul and its checks
         else:
