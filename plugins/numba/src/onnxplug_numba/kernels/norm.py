@@ -70,7 +70,7 @@ _SUBNORMAL_EXP = np.float32(-87.0)
 def _exp_normal(d):  # type: ignore[no-untyped-def]
     """exp32(d) for d <= 0, or 0 where it would be subnormal, NaN kept (selects: the loop stays
     vectorised; the flushed lanes compute exp of the bound, so no subnormal is ever formed)."""
-    keep = d > _SUBNORMAL_EXP or d != d
+    keep = (d > _SUBNORMAL_EXP) | (d != d)
     e = exp32(d if keep else _SUBNORMAL_EXP)
     return e if keep else np.float32(0.0)
 

@@ -137,9 +137,8 @@ class SkipLayerNormalization(_FloatKernel):
             add = g if bias is None else np.ascontiguousarray(bias, dtype=dtype).reshape(d)
             if self.constant:
                 self._params = (dtype, d, g, b, add)  # one assignment: threads see the old or the new entry
+        s = np.empty_like(rows)  # (not y itself: overlapping operands fail the vectorised loops' alias checks)
         y = np.empty_like(rows)
-        # without a sum output the kernel writes the sum into y, each value read before it is overwritten
-        s = np.empty_like(rows) if self.want_sum else y
         if rows.size < PARALLEL_MIN_ELEMENTS:  # one chunk: no hand-off
             knorm.skip_layer_norm_rows(rows, skips, add, bias is not None, g, b, eps, s, y)
         else:
