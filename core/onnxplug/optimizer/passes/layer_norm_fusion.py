@@ -73,6 +73,30 @@ def _affine(index: GraphIndex, value: str, op_type: str, norm_shape: tuple) -> t
     return node, squeezed
 
 
+def replace_with_norm(index: GraphIndex, context: RewriteContext, op_type: str, standard_opset: int, name: str,
+                      x: str, params: list[tuple[str, np.ndarray]], output: str, nodes: list[Node],
+                      attributes: dict) -> bool:
+    """Replace ``nodes`` by one ``op_type`` node of ``x`` and constant ``params`` (initializers named
+    ``name``_suffix): the ai.onnx op when the model imports ``standard_opset`` or later, else
+    com.onnxplug's of the same schema. False, and nothing changed, when the provider that would
+    run ``nodes`` cannot run it."""
+    standard = index.graph.opsets.get("", 0) >= standard_opset
+    inputs = [x] + [index.add_initializer(f"{name}_{suffix}", value) for suffix, value in params]
+    node = fused_node(op_type, inputs, [output], index.names.fresh(name), attributes,
+                      domain="" if standard else "com.onnxplug")
+    if standard:
+        node.opset = index.graph.opsets[""]
+    if not context.support.allows(index.graph, nodes, node):
+        for initializer in inputs[1:]:
+            del index.graph.initializers[initializer]
+        return False
+    if not standard:
+        ensure_domain(index.graph)
+    index.insert(node, near=nodes[-1])
+    index.remove(*nodes)
+    return True
+
+
 class LayerNormFusion(GraphRewritePass):
     """Fuse LayerNorm spelled with ReduceMean/Sub/Pow/Add/Sqrt/Div/Mul/Add."""
 
@@ -89,25 +113,15 @@ class LayerNormFusion(GraphRewritePass):
             match = self._match(index, mean, k) if k else None
             if match is None:
                 continue
-            x, output, nodes, gamma, beta, epsilon = match
-            standard = index.graph.opsets.get("", 0) >= STANDARD_LAYER_NORM_OPSET
-            inputs = [x, index.add_initializer(f"{mean.name}_scale", gamma)]
-            if beta is not None:
-                inputs.append(index.add_initializer(f"{mean.name}_bias", beta))
-            node = fused_node(LAYER_NORM, inputs, [output], index.names.fresh(f"{mean.name}_layernorm"),
-                              {"axis": -k, "epsilon": epsilon}, domain="" if standard else "com.onnxplug")
-            if standard:
-                node.opset = index.graph.opsets[""]
-            if not context.support.allows(index.graph, nodes, node):
-                for name in inputs[1:]:
-                    del index.graph.initializers[name]
-                continue
-            if not standard:
-                ensure_domain(index.graph)
-            index.insert(node, near=nodes[-1])
-            index.remove(*nodes)
-            fused += 1
+            fused += self._replace(index, context, mean, k, match)
         return {"fused": fused}
+
+    @staticmethod
+    def _replace(index: GraphIndex, context: RewriteContext, mean: Node, k: int, match: tuple) -> bool:
+        x, output, nodes, gamma, beta, epsilon = match
+        params = [("scale", gamma)] + ([("bias", beta)] if beta is not None else [])
+        return replace_with_norm(index, context, LAYER_NORM, STANDARD_LAYER_NORM_OPSET, f"{mean.name}_layernorm",
+                                 x, params, output, nodes, {"axis": -k, "epsilon": epsilon})
 
     @staticmethod
     def _match(index: GraphIndex, mean: Node, k: int) -> tuple | None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from onnxplug.ir import Node
-from onnxplug.optimizer.fused_ops import RMS_NORM, ensure_domain, fused_node
-from onnxplug.optimizer.pass_base import GraphRewritePass, RewriteContext
+from onnxplug.optimizer.fused_ops import RMS_NORM
+from onnxplug.optimizer.pass_base import RewriteContext
 from onnxplug.optimizer.passes.gelu_fusion import with_scalar
-from onnxplug.optimizer.passes.layer_norm_fusion import _affine, trailing_axes
+from onnxplug.optimizer.passes.layer_norm_fusion import LayerNormFusion, _affine, replace_with_norm
 from onnxplug.optimizer.rewrite import GraphIndex
 from onnxplug.options import GraphOptimizationLevel
 
@@ -49,38 +49,19 @@ def _scaled_by_inverse(index: GraphIndex, x: str, std: str) -> list[Node] | None
     return [node, mul]
 
 
-class RMSNormFusion(GraphRewritePass):
-    """Fuse RMSNorm spelled with Pow/ReduceMean/Add/Sqrt/Div/Mul."""
+class RMSNormFusion(LayerNormFusion):
+    """Fuse RMSNorm spelled with Pow/ReduceMean/Add/Sqrt/Div/Mul (LayerNormFusion's walk over the
+    ReduceMeans, its own match and replacement)."""
 
     level = GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     changes = "primitive RMSNorm -> RMSNormalization (ai.onnx from opset 23, else com.onnxplug)"
     order = 51
 
-    def rewrite(self, index: GraphIndex, context: RewriteContext) -> dict[str, int]:
-        fused = 0
-        for mean in list(index.graph.nodes):
-            if not any(n is mean for n in index.graph.nodes):
-                continue
-            k = trailing_axes(index, mean)
-            match = self._match(index, mean, k) if k else None
-            if match is None:
-                continue
-            x, output, nodes, gamma, epsilon = match
-            standard = index.graph.opsets.get("", 0) >= STANDARD_RMS_NORM_OPSET
-            inputs = [x, index.add_initializer(f"{mean.name}_scale", gamma)]
-            node = fused_node(RMS_NORM, inputs, [output], index.names.fresh(f"{mean.name}_rmsnorm"),
-                              {"axis": -k, "epsilon": epsilon}, domain="" if standard else "com.onnxplug")
-            if standard:
-                node.opset = index.graph.opsets[""]
-            if not context.support.allows(index.graph, nodes, node):
-                del index.graph.initializers[inputs[1]]
-                continue
-            if not standard:
-                ensure_domain(index.graph)
-            index.insert(node, near=nodes[-1])
-            index.remove(*nodes)
-            fused += 1
-        return {"fused": fused}
+    @staticmethod
+    def _replace(index: GraphIndex, context: RewriteContext, mean: Node, k: int, match: tuple) -> bool:
+        x, output, nodes, gamma, epsilon = match
+        return replace_with_norm(index, context, RMS_NORM, STANDARD_RMS_NORM_OPSET, f"{mean.name}_rmsnorm",
+                                 x, [("scale", gamma)], output, nodes, {"axis": -k, "epsilon": epsilon})
 
     @staticmethod
     def _match(index: GraphIndex, mean: Node, k: int) -> tuple | None:
