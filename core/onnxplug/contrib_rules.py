@@ -90,9 +90,9 @@ def dequantize_tables(kernel, quantized: list, scales: list, zero_points: list) 
 
 
 def attention_broadcasts(query, key, value, bias, heads: int) -> bool:
-    """Whether com.onnxplug MultiHeadAttention's operands leave its plain form: query [B, S, *],
-    key and value [B, L, *], a bias broadcasting onto the [B, H, S, L] scores without enlarging
-    them. The optimizer fuses attention whose shapes it cannot prove (exports with unknown dims), so
+    """Whether com.onnxplug MultiHeadAttention's operands leave its plain form: query ``[B, S, D]``,
+    key and value ``[B, L, D]`` and ``[B, L, Dv]``, a bias broadcasting onto the ``[B, H, S, L]``
+    scores without enlarging them. The optimizer fuses attention whose shapes it cannot prove (exports with unknown dims), so
     kernels compute the other forms by :func:`attention_broadcast`, as the unfused nodes would."""
     batch, length = query.shape[0], key.shape[1]
     if key.shape[0] != batch or value.shape[0] != batch or value.shape[1] != length:
