@@ -10,7 +10,7 @@ import numpy as np
 from onnxplug_sdk import FusedSubgraph, GraphView, Kernel, KernelContext, Node
 
 from onnxplug_numba.fusion.conv_groups import _constant, _sole_reader
-from onnxplug_numba.ops._base import FLOAT_TYPES, matmul, openblas_serial
+from onnxplug_numba.ops._base import FLOAT_TYPES, matmul, serial_product
 from onnxplug_numba.threads import ThreadControl
 
 
@@ -67,13 +67,5 @@ class MatMulBiasKernel(Kernel):
 
     def compute(self, *inputs: Any) -> np.ndarray:
         a, b = inputs[self.a_at], inputs[self.b_at]
-        if b.ndim == 2 and a.ndim >= 2 and a.shape[-1] == b.shape[0] > 0 and a.flags.c_contiguous and a.dtype is b.dtype:
-            k, n = b.shape
-            macs = a.size * n
-            if openblas_serial(a.size // k, macs, n):
-                # a small product (a transformer's projection at a short sequence): one BLAS call on
-                # the (rows, K) view and the bias added in place, no dispatch through matmul
-                y = a.reshape(-1, k).dot(b)
-                np.add(y, self.bias, out=y)
-                return y.reshape(a.shape[:-1] + (n,))
-        return matmul(a, b, self.threads, bias=self.bias)
+        y = serial_product(a, b, self.bias)  # a transformer's projection at a short sequence
+        return matmul(a, b, self.threads, bias=self.bias) if y is None else y

@@ -141,6 +141,22 @@ def openblas_serial(m: int, macs: int, n: int) -> bool:
     return macs < OPENBLAS_SERIAL_MACS or (macs <= OPENBLAS_SERIAL_GEMM_MACS and m > 1 and n > 1)
 
 
+def serial_product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray | None:
+    """a (..., K) @ b (K, N) (+ ``bias`` over N) as one BLAS call on a's (rows, K) view, when
+    OpenBLAS runs it on one thread anyway (``openblas_serial``): a small product's cost is mostly
+    dispatch, which this skips; else None (a non-contiguous a above 2-D, other operand shapes)."""
+    if b.ndim != 2 or a.ndim < 2 or not a.shape[-1] == b.shape[0] > 0 or a.dtype is not b.dtype \
+            or not (a.ndim == 2 or a.flags.c_contiguous):
+        return None
+    k, n = b.shape
+    if not openblas_serial(a.size // k, a.size * n, n):
+        return None
+    y = a.dot(b) if a.ndim == 2 else a.reshape(-1, k).dot(b)
+    if bias is not None:
+        np.add(y, bias, out=y)
+    return y if a.ndim == 2 else y.reshape(a.shape[:-1] + (n,))
+
+
 #: Float32 products (with a 2-D right operand) from this many multiply-adds are shared in a numba
 #: prange region (kernels/native_parallel.py): hand-offs there cost microseconds, not tens of them.
 NATIVE_MIN_MACS = 4_000_000

@@ -9,7 +9,8 @@ from onnxplug_sdk import GraphView, KernelContext, Node
 
 from onnxplug_numba.fusion.ops import FUSED_DOMAIN
 from onnxplug_numba.kernels import gemv
-from onnxplug_numba.ops._base import FLOAT_TYPES, NATIVE_MIN_MACS, NumbaKernel, all_present_same, matmul, openblas_serial
+from onnxplug_numba.ops._base import (FLOAT_TYPES, NATIVE_MIN_MACS, NumbaKernel, all_present_same, matmul,
+                                      openblas_serial, serial_product)
 from onnxplug_numba.ops.op_conv import activation_in_place, activation_supported, fused_activation
 from onnxplug_numba.provider import NumbaProvider
 
@@ -53,11 +54,8 @@ class MatMul(NumbaKernel):
                 rows = self._rows = np.ascontiguousarray(b.T)
             y = few_rows_product(a.reshape(-1, a.shape[-1]), rows, 1.0, None)
             return y.reshape(*a.shape[:-1], b.shape[1])
-        if b.ndim == 2 and a.ndim >= 2 and a.shape[-1] == b.shape[0] > 0 and (a.ndim == 2 or a.flags.c_contiguous) \
-                and openblas_serial(a.size // b.shape[0], a.size * b.shape[1], b.shape[1]):
-            # matmul's first cases, without its call: most of a tiny product's cost
-            return a.dot(b) if a.ndim == 2 else a.reshape(-1, b.shape[0]).dot(b).reshape(a.shape[:-1] + b.shape[1:])
-        return matmul(a, b, self.threads)
+        y = serial_product(a, b)
+        return matmul(a, b, self.threads) if y is None else y
 
 
 @NumbaProvider.kernel("Gemm")
