@@ -109,15 +109,11 @@ class MultiHeadAttention(NumpyKernel):
         context /= sums.reshape(*scores.shape[:-1], 1)
         return context
 
-    @staticmethod
-    def _small(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    @classmethod
+    def _small(cls, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
         """softmax(q k + bias) v with few scores: the fewest numpy calls (each costs more than its work)."""
         scores = np.matmul(q, k)
-        if bias is not None:
-            scores += bias
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
+        cls._softmax_rows(scores, bias)
         return np.matmul(scores, v)
 
     @staticmethod
